@@ -1,0 +1,122 @@
+"""The `lineups` operator command line (contract C11).
+
+Every command takes `--db URL` (default `$LINEUPS_DB`, else `sqlite:///lineups.db`)
+and `--json`, which prints exactly one JSON object on stdout. Exit status: 0 on
+success, 1 when the input was refused (the JSON is then the C5 error body), 2 for
+usage errors.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from typing import Any, Callable
+
+import click
+
+from store.errors import LineupsError
+
+
+class Context:
+    """What a command needs, made lazily so that `--help` never opens a database."""
+
+    def __init__(self, db: str | None, as_json: bool, base_url: str | None = None):
+        self.db = db
+        self.as_json = as_json
+        self.base_url = base_url
+        self._factory = None
+
+    @functools.cached_property
+    def settings(self):
+        from store.settings import Settings
+
+        return Settings.load(db_url=self.db, base_url=self.base_url)
+
+    @property
+    def sessions(self):
+        if self._factory is None:
+            from store.db import create_schema, engine_for, make_sessionmaker
+
+            engine = engine_for(self.settings)
+            create_schema(engine)
+            self._factory = make_sessionmaker(engine)
+        return self._factory
+
+    def emit(self, payload: dict[str, Any], human: Callable[[], None] | str | None = None) -> None:
+        """Print `payload` as one JSON object under --json, else the human form."""
+        if self.as_json:
+            click.echo(json.dumps(payload, ensure_ascii=False, default=str))
+        elif callable(human):
+            human()
+        elif human is not None:
+            click.echo(human)
+        else:
+            click.echo(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
+
+
+def common(command: Callable) -> Callable:
+    """Add --db/--json to a command, pass it a Context, and turn LineupsError into
+    exit status 1 with the contract's error body."""
+
+    @click.option("--db", "db", metavar="URL", default=None, help="Database URL (default $LINEUPS_DB or sqlite:///lineups.db).")
+    @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object.")
+    @functools.wraps(command)
+    def wrapper(db, as_json, **kwargs):
+        ctx = Context(db, as_json, kwargs.pop("base_url", None))
+        try:
+            return command(ctx, **kwargs)
+        except LineupsError as exc:
+            fail(ctx, exc)
+
+    return wrapper
+
+
+def fail(ctx: Context, exc: LineupsError) -> None:
+    """Report refused input and exit 1."""
+    if ctx.as_json:
+        click.echo(json.dumps(exc.body(), ensure_ascii=False, default=str))
+    else:
+        click.echo(f"Error ({exc.code}): {exc.message}", err=True)
+        details = exc.details
+        if isinstance(details, list):
+            for item in details[:200]:
+                click.echo(f"  line {item.get('line')}: {item.get('field')}: {item.get('reason')}", err=True)
+            if len(details) > 200:
+                click.echo(f"  … and {len(details) - 200} more (use --json for all)", err=True)
+        elif isinstance(details, dict) and details.get("reason"):
+            click.echo(f"  {details.get('parameter')}: {details['reason']}", err=True)
+    sys.exit(1)
+
+
+def table(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    """A plain text table of `rows`."""
+    if not rows:
+        click.echo("(none)")
+        return
+    cells = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
+    click.echo("  ".join("-" * w for w in widths))
+    for row in cells:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def lineups() -> None:
+    """Operate the lineup service: feeds, buyers, keys, subscriptions, ingest,
+    commodities, share links, demo data, and the server."""
+
+
+def main() -> None:
+    from cli import operators  # noqa: F401  (registers the commands)
+
+    try:
+        from cli import serve  # noqa: F401
+    except ImportError:  # pragma: no cover - the server part is optional while building
+        pass
+    lineups(prog_name="lineups")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

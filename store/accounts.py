@@ -1,0 +1,168 @@
+"""Buyers, API keys and subscriptions (contract C5, C11).
+
+API keys are `lk_` + 32 lowercase hex characters. They are shown once when created
+and stored only as SHA-256 hashes with a short display prefix. Functions take a
+session and neither commit nor close it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from store.errors import Forbidden, NotFound, Unauthorized, ValidationError
+from store.feeds import is_uuid
+from store.fields import utcnow
+from store.schema import ApiKey, Buyer, Feed, Subscription
+
+KEY_PATTERN = re.compile(r"^lk_[0-9a-f]{32}$")
+BUYER_STATUSES = ("active", "suspended")
+SUBSCRIPTION_STATUSES = ("active", "trial", "cancelled")
+#: Subscription states that give access to a feed's records (seed 1.2).
+ENTITLED = ("active", "trial")
+
+
+def hash_key(key: str) -> str:
+    """The stored form of an API key."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def add_buyer(session: Session, name: str) -> Buyer:
+    """Create an active buyer. Raises ValidationError for a blank or taken name."""
+    name = " ".join(name.split())
+    if not name:
+        raise ValidationError.parameter("name", "a buyer needs a name")
+    if session.scalar(select(Buyer.id).where(Buyer.name == name)) is not None:
+        raise ValidationError.parameter("name", f"a buyer named {name!r} exists already")
+    buyer = Buyer(id=str(uuid.uuid4()), name=name, status="active", created_at=_now())
+    session.add(buyer)
+    session.flush()
+    return buyer
+
+
+def find_buyer(session: Session, ident: str) -> Buyer:
+    """The buyer whose id or name is `ident`. Raises NotFound."""
+    buyer = session.get(Buyer, ident) if is_uuid(ident) else None
+    if buyer is None:
+        buyer = session.scalar(select(Buyer).where(Buyer.name == ident))
+    if buyer is None:
+        raise NotFound(f"No buyer with id or name {ident!r}")
+    return buyer
+
+
+def set_buyer_status(session: Session, buyer: Buyer, status: str) -> Buyer:
+    """Suspend or resume a buyer. A suspended buyer's keys get 403 (C5)."""
+    if status not in BUYER_STATUSES:
+        raise ValidationError.parameter("status", f"must be one of {', '.join(BUYER_STATUSES)}")
+    buyer.status = status
+    session.flush()
+    return buyer
+
+
+def create_key(session: Session, buyer: Buyer) -> tuple[str, ApiKey]:
+    """A new API key for `buyer`: returns the key text (shown this once) and its row."""
+    key = "lk_" + secrets.token_hex(16)
+    row = ApiKey(
+        id=str(uuid.uuid4()),
+        buyer_id=buyer.id,
+        key_hash=hash_key(key),
+        prefix=key[:7],
+        created_at=_now(),
+    )
+    session.add(row)
+    session.flush()
+    return key, row
+
+
+def find_key(session: Session, ident: str) -> ApiKey:
+    """The key named by its full text, its id, or its display prefix (when unique).
+    Raises NotFound."""
+    ident = ident.strip()
+    if KEY_PATTERN.match(ident):
+        row = session.scalar(select(ApiKey).where(ApiKey.key_hash == hash_key(ident)))
+    elif is_uuid(ident):
+        row = session.get(ApiKey, ident)
+    else:
+        rows = list(session.scalars(select(ApiKey).where(ApiKey.prefix == ident)))
+        row = rows[0] if len(rows) == 1 else None
+    if row is None:
+        raise NotFound("No such API key (give the key, its id, or its unique prefix)")
+    return row
+
+
+def revoke_key(session: Session, row: ApiKey) -> ApiKey:
+    """Revoke a key at once; later requests with it get 401 (C5)."""
+    if row.revoked_at is None:
+        row.revoked_at = _now()
+        session.flush()
+    return row
+
+
+def authenticate(session: Session, key: str | None, touch: bool = True) -> Buyer:
+    """The buyer an `X-API-Key` value belongs to (C5).
+
+    Raises Unauthorized for a missing, malformed, unknown or revoked key, and
+    Forbidden for a key of a suspended buyer."""
+    if not key:
+        raise Unauthorized("Missing API key: send it in the X-API-Key header")
+    if not KEY_PATTERN.match(key):
+        raise Unauthorized("Invalid API key")
+    digest = hash_key(key)
+    row = session.scalar(select(ApiKey).where(ApiKey.key_hash == digest))
+    # The lookup is by hash; the comparison below keeps the final check constant-time.
+    if row is None or not secrets.compare_digest(row.key_hash, digest) or row.revoked_at:
+        raise Unauthorized("Invalid API key")
+    buyer = session.get(Buyer, row.buyer_id)
+    if buyer is None:
+        raise Unauthorized("Invalid API key")
+    if buyer.status != "active":
+        raise Forbidden("This buyer account is suspended")
+    if touch:
+        row.last_used_at = _now()
+    return buyer
+
+
+def set_subscription(session: Session, buyer: Buyer, feed: Feed, status: str) -> Subscription:
+    """Set the buyer's subscription to `feed` (active, trial or cancelled)."""
+    status = status.strip().lower()
+    if status not in SUBSCRIPTION_STATUSES:
+        raise ValidationError.parameter(
+            "status", f"must be one of {', '.join(SUBSCRIPTION_STATUSES)}"
+        )
+    sub = session.get(Subscription, (buyer.id, feed.id))
+    if sub is None:
+        sub = Subscription(buyer_id=buyer.id, feed_id=feed.id, status=status, changed_at=_now())
+        session.add(sub)
+    elif sub.status != status:
+        sub.status, sub.changed_at = status, _now()
+    session.flush()
+    return sub
+
+
+@dataclass(frozen=True)
+class Entitlement:
+    """A feed the buyer may see, with the subscription status that allows it."""
+
+    feed: Feed
+    status: str
+
+
+def entitlements(session: Session, buyer_id: str) -> list[Entitlement]:
+    """The feeds with an active or trial subscription, ordered by feed name (C7)."""
+    rows = session.execute(
+        select(Feed, Subscription.status)
+        .join(Subscription, Subscription.feed_id == Feed.id)
+        .where(Subscription.buyer_id == buyer_id, Subscription.status.in_(ENTITLED))
+        .order_by(Feed.name)
+    )
+    return [Entitlement(feed, status) for feed, status in rows]
+
+
+def _now():
+    return utcnow().replace(tzinfo=None)

@@ -1,0 +1,88 @@
+"""Engines and sessions.
+
+One engine and one sessionmaker are made at start-up (after any worker process has
+forked) and handed to whoever needs them; the caller owns each session's lifetime.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+from sqlalchemy import Engine, create_engine, event, func, insert, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from store.ports import default_directory
+from store.schema import Base, Port
+
+
+def make_engine(db_url: str, statement_timeout_ms: int = 30_000, schema: str | None = None) -> Engine:
+    """An engine for `db_url` with connections checked on checkout.
+
+    SQLite gets WAL journalling and foreign keys; PostgreSQL a statement timeout so
+    that one heavy query cannot hold a worker forever, and `schema` as its search
+    path when given."""
+    if db_url.startswith("sqlite"):
+        engine = create_engine(db_url, connect_args={"timeout": 30, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection, _record):  # pragma: no cover - trivial
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA foreign_keys=ON")
+            if ":memory:" not in db_url:
+                cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        return engine
+    connect_args = {}
+    if db_url.startswith("postgresql"):
+        options = f"-c statement_timeout={int(statement_timeout_ms)}"
+        if schema:
+            options += f" -c search_path={schema}"
+        connect_args["options"] = options
+    return create_engine(
+        db_url,
+        pool_pre_ping=True,
+        pool_size=5,
+        max_overflow=10,
+        pool_timeout=10,
+        connect_args=connect_args,
+    )
+
+
+def engine_for(settings) -> Engine:
+    """The engine `settings` describe."""
+    return make_engine(settings.db_url, settings.statement_timeout_ms, settings.db_schema)
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def create_schema(engine: Engine) -> None:
+    """Create every table that is missing and load the port directory once."""
+    Base.metadata.create_all(engine)
+    with engine.begin() as connection:
+        if connection.execute(select(func.count()).select_from(Port)).scalar_one() == 0:
+            rows = [
+                {
+                    "unlocode": p.unlocode,
+                    "name": p.name,
+                    "country_code": p.country_code,
+                    "country_name": p.country_name,
+                    "latitude": p.latitude,
+                    "longitude": p.longitude,
+                    "timezone": p.timezone,
+                }
+                for p in default_directory().all()
+            ]
+            connection.execute(insert(Port), rows)
+
+
+@contextmanager
+def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A session that commits when the block succeeds and rolls back when it raises."""
+    with factory() as session:
+        with session.begin():
+            yield session

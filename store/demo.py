@@ -1,0 +1,239 @@
+"""The demo data set (`lineups demo`, `lineups serve --demo`).
+
+Deterministic for a given seed and anchor date: feeds over real ports of the
+directory report the same vessel calls with ETA jitter, vessel-name and commodity
+spelling variants, blanks (N/A, TBC, TBN) and the odd counterparty disagreement, so
+that the merge has real work to do. Everything is written through the same
+validation and upsert as a feed file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+from sqlalchemy.orm import Session
+
+from store import accounts, feeds, ingest, validate
+
+Progress = Callable[[int], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoFeed:
+    name: str
+    ports: tuple[str, ...]
+    frequency: str
+    feed_type: str
+    ratings: tuple[float, float, float]
+    subscription: str  # the demo buyer's subscription
+
+
+DEMO_FEEDS: tuple[DemoFeed, ...] = (
+    DemoFeed("Brazil Grains Lineup", ("BRSSZ", "BRPNG", "BRRIG", "BRITQ"), "daily", "agency", (4.5, 4.0, 3.5), "active"),
+    DemoFeed("South Atlantic Agency Reports", ("BRSSZ", "BRPNG", "ARROS", "ARBHI"), "daily", "agency", (4.0, 3.5, 4.5), "active"),
+    DemoFeed("Pacific Dry Bulk Monitor", ("AUNTL", "AUPHE", "CNQIN", "CNTXG", "KRPUS"), "twice daily", "port authority", (4.5, 4.5, 3.0), "active"),
+    DemoFeed("Global Tanker Tracker", ("USHOU", "USCRP", "NLRTM", "SGSIN", "BRSSZ"), "hourly", "AIS + agency", (5.0, 3.5, 4.0), "active"),
+    DemoFeed("Iron Ore Watch", ("AUPHE", "BRSPB", "BRVIX", "CNQIN", "ZARCB"), "daily", "broker", (3.5, 4.5, 4.5), "trial"),
+    DemoFeed("Europe Ports Lineup", ("NLRTM", "BEANR", "ESALG"), "weekly", "port authority", (3.0, 3.0, 3.0), "cancelled"),
+)
+
+#: Commodities by port region: (canonical spelling, spelling variants feeds use,
+#: operation, unit, typical quantity, vessel type).
+CARGOES: dict[str, list[tuple[str, tuple[str, ...], str, str, float, str]]] = {
+    "BR": [
+        ("Soybeans", ("soja", "SOJA A GRANEL", "Soya beans"), "load", "MT", 65_000, "Bulk Carrier"),
+        ("Corn", ("milho", "MILHO A GRANEL", "Maize"), "load", "MT", 60_000, "Bulk Carrier"),
+        ("Sugar", ("açúcar", "ACUCAR A GRANEL", "Raw sugar"), "load", "MT", 45_000, "Bulk Carrier"),
+        ("Wheat", ("trigo", "TRIGO A GRANEL"), "disch", "MT", 30_000, "Bulk Carrier"),
+        ("Fertilizers", ("fertilizantes", "FERTILIZANTES"), "disch", "MT", 35_000, "Bulk Carrier"),
+        ("Iron Ore", ("minério de ferro", "IRON ORE FINES"), "load", "MT", 170_000, "Bulk Carrier"),
+        ("Diesel", ("óleo diesel", "OLEO DIESEL", "Gasoil"), "disch", "MT", 40_000, "Tanker"),
+        ("Containers", ("CONTEINERES CHEIOS", "containers"), "load", "Units", 2_500, "Container"),
+        ("OUTROS", ("OUTROS",), "load", "MT", 5_000, "General Cargo"),
+    ],
+    "AR": [
+        ("Soybean Meal", ("harina de soja", "Soymeal"), "load", "MT", 50_000, "Bulk Carrier"),
+        ("Corn", ("maíz", "MAIZ"), "load", "MT", 55_000, "Bulk Carrier"),
+        ("Wheat", ("trigo",), "load", "MT", 40_000, "Bulk Carrier"),
+        ("Soybean Oil", ("aceite de soja",), "load", "MT", 30_000, "Tanker"),
+    ],
+    "AU": [
+        ("Thermal Coal", ("steam coal", "THERMAL COAL"), "load", "MT", 80_000, "Bulk Carrier"),
+        ("Coking Coal", ("met coal", "Metallurgical coal"), "load", "MT", 90_000, "Bulk Carrier"),
+        ("Iron Ore", ("iron ore fines", "IRON ORE"), "load", "MT", 180_000, "Bulk Carrier"),
+    ],
+    "CN": [
+        ("Iron Ore", ("iron ore", "IRON ORE FINES"), "disch", "MT", 175_000, "Bulk Carrier"),
+        ("Thermal Coal", ("steam coal",), "disch", "MT", 75_000, "Bulk Carrier"),
+        ("Soybeans", ("soybeans", "SOYA BEANS"), "disch", "MT", 66_000, "Bulk Carrier"),
+    ],
+    "KR": [("Coking Coal", ("coking coal",), "disch", "MT", 85_000, "Bulk Carrier")],
+    "US": [
+        ("Crude Oil", ("crude", "CRUDE OIL"), "load", "BBL", 1_000_000, "Tanker"),
+        ("LNG", ("liquefied natural gas", "LNG"), "load", "MT", 70_000, "LNG Carrier"),
+        ("Gasoline", ("gasoline", "MOGAS"), "load", "BBL", 300_000, "Tanker"),
+        ("LPG", ("propane", "LPG"), "load", "MT", 45_000, "LPG Carrier"),
+    ],
+    "NL": [
+        ("Crude Oil", ("crude oil",), "disch", "BBL", 1_500_000, "Tanker"),
+        ("Naphtha", ("naphtha",), "load", "MT", 35_000, "Tanker"),
+        ("Thermal Coal", ("steam coal",), "disch", "MT", 120_000, "Bulk Carrier"),
+    ],
+    "BE": [("Containers", ("containers",), "disch", "Units", 8_000, "Container")],
+    "ES": [("Containers", ("containers",), "load", "Units", 6_000, "Container")],
+    "SG": [
+        ("Fuel Oil", ("fuel oil", "HSFO"), "bunker", "MT", 2_000, "Tanker"),
+        ("Jet Fuel", ("jet fuel", "Jet A-1"), "disch", "MT", 60_000, "Tanker"),
+    ],
+    "ZA": [("Thermal Coal", ("steam coal",), "load", "MT", 150_000, "Bulk Carrier")],
+}
+
+COMPANIES = (
+    "Cargill", "Bunge", "Louis Dreyfus Company", "COFCO International", "Amaggi",
+    "Vale", "BHP", "Rio Tinto", "Glencore", "Trafigura", "Vitol", "Shell Trading",
+    "Yara", "Mosaic", "Companhia Açucareira São João", "Raízen", "Copersucar",
+    "Anglo American", "Fortescue", "Thyssenkrupp", "POSCO", "Baosteel",
+    "Petrobras", "ExxonMobil", "TotalEnergies", "Cheniere", "Équipe Maritime Ltda",
+)
+AGENTS = ("Wilson Sons", "Cargonave", "Williams", "Inchcape Shipping", "GAC", "Navegação São Miguel")
+OPERATORS = ("Oldendorff", "Pacific Basin", "Star Bulk", "Frontline", "Maersk", "MSC", "Golden Ocean")
+NAME_WORDS = (
+    "OCEAN", "STAR", "PACIFIC", "ATLANTIC", "GOLDEN", "SILVER", "NORDIC", "CAPE", "SEA", "BLUE",
+    "GRACE", "SPIRIT", "PIONEER", "HARMONY", "FORTUNE", "EAGLE", "PHOENIX", "AURORA", "VICTORY", "DAWN",
+)
+STATUSES = ("expected", "anchored", "berthed", "departed")
+BLANKS = ("N/A", "TBC", "TBN", "")
+
+
+def imo_numbers(rng: np.random.Generator, count: int) -> list[str]:
+    """`count` distinct seven-digit IMO numbers with valid check digits."""
+    stems = rng.choice(np.arange(900_000, 999_999), size=count, replace=False)
+    digits = np.array([[int(c) for c in str(s)] for s in stems])
+    check = (digits * np.arange(7, 1, -1)).sum(axis=1) % 10
+    return [f"{s}{c}" for s, c in zip(stems, check)]
+
+
+def _vessels(rng: np.random.Generator, count: int) -> pd.DataFrame:
+    first = rng.choice(NAME_WORDS, count)
+    second = rng.choice(NAME_WORDS, count)
+    number = rng.integers(1, 30, count)
+    names = [f"{a} {b}" if n > 20 else f"{a} {b} {n}" for a, b, n in zip(first, second, number)]
+    return pd.DataFrame({"imo": imo_numbers(rng, count), "name": names})
+
+
+def _name_variant(name: str, kind: int) -> str:
+    return (name, f"MV {name}", name.title(), name.replace(" ", "-"), f"M/V {name.title()}")[kind % 5]
+
+
+def build_calls(seed: int, calls: int, anchor: dt.date) -> pd.DataFrame:
+    """The true vessel calls behind the demo feeds, one row per call."""
+    rng = np.random.default_rng(seed)
+    ports = sorted({p for f in DEMO_FEEDS for p in f.ports})
+    vessels = _vessels(rng, max(50, calls // 6))
+    port = rng.choice(ports, calls)
+    cargo_pick = rng.random(calls)
+    cargo = [CARGOES[p[:2]][int(r * len(CARGOES[p[:2]]))] for p, r in zip(port, cargo_pick)]
+    vessel = rng.integers(0, len(vessels), calls)
+    base = pd.Timestamp(anchor, tz="UTC")
+    eta = base + pd.to_timedelta(rng.integers(-40 * 24, 60 * 24, calls) * 60, unit="min")
+    etb = eta + pd.to_timedelta(rng.integers(6, 96, calls), unit="h")
+    etd = etb + pd.to_timedelta(rng.integers(12, 120, calls), unit="h")
+    now = base + pd.Timedelta(hours=12)
+    status = np.where(etd < now, "departed", np.where(etb < now, "berthed", np.where(eta < now, "anchored", "expected")))
+    companies = np.array(COMPANIES)
+    return pd.DataFrame(
+        {
+            "call": np.arange(calls),
+            "port": port,
+            "vessel_imo": vessels["imo"].to_numpy()[vessel],
+            "vessel_name": vessels["name"].to_numpy()[vessel],
+            "commodity": [c[0] for c in cargo],
+            "variants": [c[1] for c in cargo],
+            "operation": [c[2] for c in cargo],
+            "quantity_unit": [c[3] for c in cargo],
+            "quantity": [round(c[4] * f, -1) for c, f in zip(cargo, rng.uniform(0.6, 1.3, calls))],
+            "vessel_type": [c[5] for c in cargo],
+            "dwt": rng.integers(30, 210, calls) * 1000,
+            "eta": eta,
+            "etb": etb,
+            "etd": etd,
+            "vessel_status": status,
+            "shipper": companies[rng.integers(0, len(companies), calls)],
+            "receiver": companies[rng.integers(0, len(companies), calls)],
+            "charterer": companies[rng.integers(0, len(companies), calls)],
+            "operator": np.array(OPERATORS)[rng.integers(0, len(OPERATORS), calls)],
+            "ship_agent": np.array(AGENTS)[rng.integers(0, len(AGENTS), calls)],
+        }
+    )
+
+
+def feed_rows(calls: pd.DataFrame, feed_index: int, seed: int) -> pd.DataFrame:
+    """What one demo feed reports of the calls at its ports: a frame of strings in the
+    feed-file shape, with that feed's jitter, spellings and blanks."""
+    spec = DEMO_FEEDS[feed_index]
+    rng = np.random.default_rng(seed * 1000 + feed_index)
+    mine = calls[calls["port"].isin(spec.ports)]
+    mine = mine[rng.random(len(mine)) < 0.65].reset_index(drop=True)
+    n = len(mine)
+    jitter = pd.to_timedelta(rng.integers(-36, 37, n), unit="h")
+    out = pd.DataFrame({"ref": [f"{spec.name[:3].upper()}-{c:07d}" for c in mine["call"]]})
+    out["port_unlocode"] = mine["port"]
+    drop_imo = rng.random(n) < 0.05
+    out["vessel_imo"] = np.where(drop_imo, "", mine["vessel_imo"])
+    out["vessel_name"] = [_name_variant(v, k) for v, k in zip(mine["vessel_name"], rng.integers(0, 5, n))]
+    out["vessel_type"] = mine["vessel_type"]
+    out["dwt"] = mine["dwt"].astype(str)
+    out["operation"] = mine["operation"]
+    spelled = rng.random(n)
+    out["commodity"] = [
+        c if s < 0.5 else v[int((s - 0.5) * 2 * len(v))] for c, v, s in zip(mine["commodity"], mine["variants"], spelled)
+    ]
+    out["quantity"] = (mine["quantity"] * rng.choice([1.0, 1.0, 1.0, 0.98, 1.02], n)).round(-1).astype(str)
+    out["quantity_unit"] = mine["quantity_unit"]
+    for column in ("eta", "etb", "etd"):
+        out[column] = (mine[column] + jitter).dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    out["vessel_status"] = mine["vessel_status"]
+    for column in ("shipper", "receiver", "charterer", "operator", "ship_agent"):
+        out[column] = mine[column]
+    disagree = rng.random(n) < 0.02
+    out.loc[disagree, "receiver"] = np.array(COMPANIES)[rng.integers(0, len(COMPANIES), int(disagree.sum()))]
+    for column in ("etb", "etd", "shipper", "receiver", "charterer", "operator", "ship_agent", "quantity", "dwt"):
+        blank = rng.random(n) < 0.08
+        out.loc[blank, column] = rng.choice(BLANKS, int(blank.sum()))
+    return out
+
+
+def load_demo(
+    session: Session,
+    records: int = 5000,
+    seed: int = 7,
+    anchor: dt.date | None = None,
+    progress: Progress | None = None,
+) -> dict:
+    """Create the demo feeds, buyer, key and subscriptions and ingest about `records`
+    records. Returns `{"buyer_id", "api_key", "feeds", "records"}`. Does not commit."""
+    anchor = anchor or dt.datetime.now(dt.timezone.utc).date()
+    ports = sorted({p for f in DEMO_FEEDS for p in f.ports})
+    per_call = 0.65 * np.mean([sum(p in f.ports for f in DEMO_FEEDS) for p in ports])
+    calls = build_calls(seed, int(records / per_call * 1.1) + 10, anchor)
+    frames = [feed_rows(calls, i, seed) for i in range(len(DEMO_FEEDS))]
+    scale = records / max(1, sum(len(f) for f in frames))
+    buyer = accounts.add_buyer(session, "Demo Buyer")
+    key, _ = accounts.create_key(session, buyer)
+    created, total = [], 0
+    for spec, frame in zip(DEMO_FEEDS, frames):
+        frame = frame.iloc[: int(round(len(frame) * scale))] if scale < 1 else frame
+        feed = feeds.add_feed(
+            session, spec.name, list(spec.ports), spec.frequency, spec.feed_type, *spec.ratings
+        )
+        frame = frame.assign(_line=np.arange(2, len(frame) + 2))
+        clean = validate.validate_frame(frame, name=spec.name)
+        report = ingest.upsert(session, feed, clean, progress)
+        accounts.set_subscription(session, buyer, feed, spec.subscription)
+        created.append({"id": feed.id, "name": feed.name, "subscription": spec.subscription, "records": report.inserted})
+        total += report.inserted
+    return {"buyer_id": buyer.id, "api_key": key, "feeds": created, "records": total}

@@ -1,0 +1,106 @@
+"""The service's settings: one object, read from the environment and flags.
+
+Nothing here runs at import time; `Settings.load()` reads the environment when asked.
+Secrets (contract C8, issue "secrets and settings"):
+- `LINEUPS_SECRET` signs cursors, share links and explorer cookies. It may hold several
+  secrets separated by commas, newest first: the first signs, all verify, so a new
+  secret can be rolled in while links signed with the old one keep working.
+- With the embedded SQLite default and no `LINEUPS_SECRET`, a secret is generated on
+  first use and kept beside the store file (`<db file>.secret`, mode 0600).
+- With any other database a missing `LINEUPS_SECRET` is a start-up error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+from pathlib import Path
+
+DEFAULT_DB = "sqlite:///lineups.db"
+
+
+class SettingsError(Exception):
+    """The configuration cannot work; the message says what to set."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    db_url: str = DEFAULT_DB
+    #: PostgreSQL schema to use instead of `public` (tests give each run its own).
+    db_schema: str | None = None
+    secrets: tuple[str, ...] = ()
+    base_url: str = "http://127.0.0.1:8000"
+    redis_url: str | None = None
+    share_ceiling: int = 100_000
+    statement_timeout_ms: int = 30_000
+
+    @classmethod
+    def load(cls, env: os._Environ | dict | None = None, **overrides) -> "Settings":
+        """Settings from the environment (`LINEUPS_*`), with non-None `overrides` (the
+        command line's flags) taking precedence."""
+        env = os.environ if env is None else env
+        values = {
+            "db_url": env.get("LINEUPS_DB") or DEFAULT_DB,
+            "db_schema": env.get("LINEUPS_DB_SCHEMA") or None,
+            "base_url": env.get("LINEUPS_BASE_URL") or cls.base_url,
+            "redis_url": env.get("LINEUPS_REDIS") or None,
+            "share_ceiling": int(env.get("LINEUPS_SHARE_CEILING") or cls.share_ceiling),
+        }
+        raw_secret = env.get("LINEUPS_SECRET") or ""
+        values["secrets"] = tuple(s.strip() for s in raw_secret.split(",") if s.strip())
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        values["base_url"] = values["base_url"].rstrip("/")
+        return cls(**values)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.db_url.startswith("sqlite")
+
+    def signing_secrets(self) -> tuple[str, ...]:
+        """The secrets, newest first. Generates and keeps one beside an embedded SQLite
+        store when none is configured. Raises SettingsError for other databases."""
+        if self.secrets:
+            return self.secrets
+        path = sqlite_path(self.db_url)
+        if path is None:
+            if self.is_sqlite:  # in-memory SQLite: a secret for this process only
+                return (_process_secret(),)
+            raise SettingsError(
+                "LINEUPS_SECRET is not set. With a database other than the embedded SQLite "
+                "file, set LINEUPS_SECRET to a long random string (for example the output of "
+                "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`)."
+            )
+        return (_secret_beside(path),)
+
+
+def sqlite_path(db_url: str) -> Path | None:
+    """The file of a `sqlite:///FILE` URL; None for other databases and in-memory SQLite."""
+    prefix = "sqlite:///"
+    if not db_url.startswith(prefix):
+        return None
+    name = db_url[len(prefix):].split("?", 1)[0]
+    if not name or name == ":memory:":
+        return None
+    return Path(name)
+
+
+def _secret_beside(db_path: Path) -> str:
+    secret_file = db_path.with_name(db_path.name + ".secret")
+    if secret_file.exists():
+        return secret_file.read_text().strip()
+    secret_file.parent.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_urlsafe(48)
+    fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(value + "\n")
+    return value
+
+
+_PROCESS_SECRET: list[str] = []
+
+
+def _process_secret() -> str:
+    if not _PROCESS_SECRET:
+        _PROCESS_SECRET.append(secrets.token_urlsafe(48))
+    return _PROCESS_SECRET[0]

@@ -1,0 +1,95 @@
+"""Fixtures shared by every test package.
+
+Every test that uses a store runs twice: on a fresh SQLite file, and in a fresh
+schema of the PostgreSQL database `LINEUPS_TEST_PG` (default: the local `test`
+database), dropped afterwards. Outside CI a PostgreSQL that does not answer skips the
+second run; under `CI=true` it is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+from sqlalchemy import text
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+TEST_PG = os.environ.get("LINEUPS_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+
+def need_service(name: str, error: Exception) -> None:
+    """Skip outside CI, fail under CI, when a service the test needs is missing."""
+    message = f"{name} is not answering: {error}"
+    if IN_CI:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request) -> str:
+    """The store back end a test runs on."""
+    return request.param
+
+
+@pytest.fixture
+def store_settings(backend, tmp_path):
+    """Settings of a fresh, empty store on `backend`."""
+    from store.settings import Settings
+
+    if backend == "sqlite":
+        yield Settings(db_url=f"sqlite:///{tmp_path / 'lineups.db'}", secrets=("test-secret",))
+        return
+    from store.db import make_engine
+
+    schema = "t_" + uuid.uuid4().hex[:16]
+    admin = make_engine(TEST_PG)
+    try:
+        with admin.begin() as connection:
+            connection.execute(text(f"CREATE SCHEMA {schema}"))
+    except Exception as exc:  # pragma: no cover - depends on the machine
+        need_service("PostgreSQL", exc)
+    try:
+        yield Settings(db_url=TEST_PG, db_schema=schema, secrets=("test-secret",))
+    finally:
+        with admin.begin() as connection:
+            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
+
+
+@pytest.fixture
+def engine(store_settings):
+    """An engine on a fresh store with the schema and port directory in place."""
+    from store.db import create_schema, engine_for
+
+    engine = engine_for(store_settings)
+    create_schema(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def sessions(engine):
+    """The sessionmaker of the fresh store."""
+    from store.db import make_sessionmaker
+
+    return make_sessionmaker(engine)
+
+
+@pytest.fixture
+def session(sessions):
+    """One session on the fresh store, rolled back unless the test commits."""
+    with sessions() as session:
+        yield session
+
+
+@pytest.fixture
+def cli_env(store_settings, monkeypatch):
+    """Environment under which the `lineups` command line uses the fresh store."""
+    monkeypatch.setenv("LINEUPS_DB", store_settings.db_url)
+    monkeypatch.setenv("LINEUPS_SECRET", "test-secret")
+    if store_settings.db_schema:
+        monkeypatch.setenv("LINEUPS_DB_SCHEMA", store_settings.db_schema)
+    else:
+        monkeypatch.delenv("LINEUPS_DB_SCHEMA", raising=False)
+    return store_settings
