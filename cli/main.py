@@ -36,10 +36,15 @@ class Context:
     @property
     def sessions(self):
         if self._factory is None:
-            from store.db import create_schema, engine_for, make_sessionmaker
+            from store.db import engine_for, make_sessionmaker, open_store
+            from store.errors import LineupsError
+            from store.migrate import SchemaBehind
 
             engine = engine_for(self.settings)
-            create_schema(engine)
+            try:
+                open_store(engine, self.settings.db_url)
+            except SchemaBehind as exc:
+                raise LineupsError(str(exc)) from exc
             self._factory = make_sessionmaker(engine)
         return self._factory
 
@@ -109,7 +114,7 @@ def lineups() -> None:
 
 
 def main() -> None:
-    from cli import operators  # noqa: F401  (registers the commands)
+    from cli import database, links, operators  # noqa: F401  (registers the commands)
 
     try:
         from cli import serve  # noqa: F401

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, create_engine, event, func, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from store.ports import default_directory
-from store.schema import Base, Port
+from store.schema import Port
 
 
 def make_engine(db_url: str, statement_timeout_ms: int = 30_000, schema: str | None = None) -> Engine:
@@ -60,9 +60,24 @@ def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 
 
+def open_store(engine: Engine, db_url: str) -> None:
+    """Make an empty store (through the migrations) or check that an existing one is
+    at the newest schema. Raises store.migrate.SchemaBehind for an older store, whose
+    message says what to run: upgrading a live store is the operator's decision."""
+    from store.migrate import check_current, current_revision
+
+    if current_revision(engine) is None:
+        create_schema(engine)
+    else:
+        check_current(engine, db_url)
+
+
 def create_schema(engine: Engine) -> None:
-    """Create every table that is missing and load the port directory once."""
-    Base.metadata.create_all(engine)
+    """Bring the store to the newest schema through the migrations, and load the port
+    directory once."""
+    from store.migrate import upgrade
+
+    upgrade(engine)
     with engine.begin() as connection:
         if connection.execute(select(func.count()).select_from(Port)).scalar_one() == 0:
             rows = [

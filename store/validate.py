@@ -26,14 +26,17 @@ from store.fields import (
 )
 from store.normalize import commodity_text_key, lookup_key, vessel_name_key
 from store.ports import default_directory, looks_like_unlocode
+from store.schema import Record
 from store.taxonomy import default_taxonomy
 
 _BLANK_WORDS = ["", "n/a", "tbc", "tbn"]
-_TEXT_FIELDS = [
-    f
-    for f in CONTENT_FIELDS
-    if f not in (*DATE_FIELDS, "dwt", "quantity", *ENUMERATIONS, "vessel_imo", "vessel_type")
-]
+#: Free-text columns and the longest value their store column holds (PostgreSQL
+#: refuses longer ones, so a long value is a bad row, not a failed transaction).
+_TEXT_LIMITS = {
+    f: Record.__table__.c[f].type.length
+    for f in ("ref", *CONTENT_FIELDS)
+    if f not in (*DATE_FIELDS, "dwt", "quantity", *ENUMERATIONS, "vessel_imo", "port_unlocode")
+}
 
 
 class _Problems:
@@ -89,6 +92,7 @@ def validate_frame(frame: pd.DataFrame, date_format=None, name: str = "file") ->
     for column in FEED_FILE_COLUMNS:
         out[column] = _blank_to_na(frame[column]) if column in frame.columns else None
 
+    _check_lengths(out, problems)
     _check_ref(out, problems)
     _check_port(out, problems)
     _check_vessel(out, problems)
@@ -103,6 +107,15 @@ def validate_frame(frame: pd.DataFrame, date_format=None, name: str = "file") ->
     )
     problems.raise_if_any(name)
     return out
+
+
+def _check_lengths(out: pd.DataFrame, problems: _Problems) -> None:
+    for field, limit in _TEXT_LIMITS.items():
+        problems.add(
+            out[field].str.len().gt(limit).to_numpy(),
+            field,
+            f"longer than {limit} characters",
+        )
 
 
 def _check_ref(out: pd.DataFrame, problems: _Problems) -> None:
@@ -165,17 +178,25 @@ def _parse_dates(column: pd.Series, field: str, problems: _Problems, date_format
     return parsed.dt.floor("s")
 
 
+#: The largest whole number a 32-bit integer column (dwt) holds on every back end.
+_MAX_INTEGER = 2**31 - 1
+
+
 def _parse_numbers(column: pd.Series, field: str, problems: _Problems, integer: bool) -> pd.Series:
     present = column.notna()
-    parsed = pd.to_numeric(column, errors="coerce")
+    parsed = pd.to_numeric(column, errors="coerce").astype(float)
+    # "inf" and "1e400" parse as infinity, which no column stores: not a number either.
+    parsed = parsed.where(np.isfinite(parsed))
     values = column.to_numpy()
     problems.add(present & parsed.isna(), field, lambda i: f"{values[i]!r} is not a number")
     problems.add(present & (parsed < 0), field, lambda i: f"{values[i]!r} is negative")
-    if integer:
-        fractional = present & parsed.notna() & (parsed != parsed.round())
-        problems.add(fractional, field, lambda i: f"{values[i]!r} is not a whole number")
-        return parsed.round().astype("Int64")
-    return parsed.astype(float)
+    if not integer:
+        return parsed
+    fractional = present & parsed.notna() & (parsed != parsed.round())
+    problems.add(fractional, field, lambda i: f"{values[i]!r} is not a whole number")
+    too_large = parsed > _MAX_INTEGER
+    problems.add(too_large, field, lambda i: f"{values[i]!r} is too large")
+    return parsed.where(~too_large).round().astype("Int64")
 
 
 def _parse_enum(column: pd.Series, field: str, choices: tuple[str, ...], problems: _Problems) -> pd.Series:

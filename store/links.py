@@ -1,0 +1,153 @@
+"""Share links (contract C8): signed, individually revocable CSV links.
+
+A link belongs to a buyer and freezes a /v1/lineups query (every parameter but
+`cursor` and `limit`). Its token is signed with itsdangerous under a salt of its own
+and carries the link id and the filters, so the URL names what it shows; the
+signature makes it unforgeable without the secret. The store keeps the link's
+filters, creation, last use, use count and revocation; the token itself is never
+stored (it can be re-derived from the id and filters with the secret).
+
+Every request through a link re-checks (C8): the link exists and is not revoked
+(else 401), the buyer is not suspended (else 403), and at least one of the link's
+feeds is entitled now (else 403).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Mapping
+from urllib.parse import parse_qs, urlencode
+
+from itsdangerous import BadSignature, URLSafeSerializer
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from store.errors import Forbidden, NotFound, Unauthorized, ValidationError
+from store.feeds import is_uuid
+from store.fields import format_time, utcnow
+from store.schema import Buyer, ShareLink
+
+SALT = "lineups.share-link.v1"
+#: Parameters of /v1/lineups that a link does not freeze.
+NOT_FROZEN = ("cursor", "limit")
+
+
+def signer(secrets: tuple[str, ...]) -> URLSafeSerializer:
+    """The link signer. `secrets` are newest first: the newest signs, all verify."""
+    return URLSafeSerializer(list(reversed(secrets)), salt=SALT)
+
+
+def frozen_params(args: Mapping[str, list[str]]) -> dict[str, str]:
+    """The filters a link freezes, validated exactly as /v1/lineups validates them.
+
+    Raises ValidationError (the API's answer for the same parameters), also for
+    `cursor` or `limit`, which a link does not carry, and `format=json` (a link
+    always serves CSV)."""
+    from store.query import parse_query  # the pipeline module validates queries (C5)
+    from store.taxonomy import default_taxonomy
+
+    for name in NOT_FROZEN:
+        if name in args:
+            raise ValidationError.parameter(name, "a share link serves the whole result; it takes no cursor or limit")
+    parse_query(args, default_taxonomy().parse_filter)
+    params = {name: values[0] for name, values in sorted(args.items())}
+    if params.get("format", "csv").lower() != "csv":
+        raise ValidationError.parameter("format", "a share link always serves CSV")
+    params.pop("format", None)
+    return params
+
+
+def parse_query_string(text: str) -> dict[str, list[str]]:
+    """A URL query string (`port=NLRTM&commodity=coal`) as the API sees arguments."""
+    return parse_qs(text.lstrip("?"), keep_blank_values=True, strict_parsing=False)
+
+
+def create_link(session: Session, buyer: Buyer, args: Mapping[str, list[str]], secrets: tuple[str, ...]) -> tuple[ShareLink, str]:
+    """A new link of `buyer` for the query `args`; returns the link and its token."""
+    params = frozen_params(args)
+    link = ShareLink(
+        id=str(uuid.uuid4()), buyer_id=buyer.id, filters=params, created_at=_now(), use_count=0
+    )
+    session.add(link)
+    session.flush()
+    return link, token_for(link, secrets)
+
+
+def token_for(link: ShareLink, secrets: tuple[str, ...]) -> str:
+    """The link's token: its id and filters, signed."""
+    return signer(secrets).dumps({"l": link.id, "q": link.filters})
+
+
+def url_for(base_url: str, token: str) -> str:
+    return f"{base_url.rstrip('/')}/v1/share/{token}"
+
+
+def list_links(session: Session, buyer_id: str) -> list[ShareLink]:
+    """The buyer's links, newest first, revoked ones included."""
+    return list(
+        session.scalars(
+            select(ShareLink).where(ShareLink.buyer_id == buyer_id).order_by(ShareLink.created_at.desc(), ShareLink.id)
+        )
+    )
+
+
+def find_link(session: Session, ident: str, buyer_id: str | None = None) -> ShareLink:
+    """The link with id `ident` (of `buyer_id` when given). Raises NotFound."""
+    link = session.get(ShareLink, ident) if is_uuid(ident) else None
+    if link is None or (buyer_id is not None and link.buyer_id != buyer_id):
+        raise NotFound(f"No share link with id {ident!r}")
+    return link
+
+
+def revoke_link(session: Session, link: ShareLink) -> ShareLink:
+    """Revoke at once: the next request through it gets 401."""
+    if link.revoked_at is None:
+        link.revoked_at = _now()
+        session.flush()
+    return link
+
+
+def open_link(session: Session, token: str, secrets: tuple[str, ...]) -> tuple[ShareLink, dict[str, list[str]]]:
+    """Check a token and its link (C8) and count the use.
+
+    Returns the link and its frozen query as API arguments. Raises Unauthorized for a
+    bad signature, an unknown or revoked link, and Forbidden for a suspended buyer.
+    Entitlement of the feeds is checked by the caller's query (403 when none is left)."""
+    try:
+        payload = signer(secrets).loads(token)
+        link_id, params = payload["l"], payload["q"]
+    except (BadSignature, KeyError, TypeError, ValueError, UnicodeError):
+        raise Unauthorized("Invalid share link") from None
+    link = session.get(ShareLink, link_id) if is_uuid(link_id) else None
+    if link is None or link.revoked_at is not None or link.filters != params:
+        raise Unauthorized("This share link does not exist or was revoked")
+    buyer = session.get(Buyer, link.buyer_id)
+    if buyer is None or buyer.status != "active":
+        raise Forbidden("The account behind this share link is suspended")
+    session.execute(
+        update(ShareLink)
+        .where(ShareLink.id == link.id)
+        .values(use_count=ShareLink.use_count + 1, last_used_at=_now())
+    )
+    return link, {name: [value] for name, value in params.items()}
+
+
+def link_dict(link: ShareLink, url: str | None = None) -> dict[str, Any]:
+    """A link as the command line and the explorer list it (no token unless `url`)."""
+    out = {
+        "id": link.id,
+        "buyer_id": link.buyer_id,
+        "filters": link.filters,
+        "query": urlencode(link.filters),
+        "created_at": format_time(link.created_at),
+        "last_used_at": format_time(link.last_used_at),
+        "use_count": link.use_count,
+        "revoked_at": format_time(link.revoked_at),
+    }
+    if url is not None:
+        out["url"] = url
+    return out
+
+
+def _now():
+    return utcnow().replace(tzinfo=None)
