@@ -158,34 +158,56 @@ def upsert(
 _STORED = (*CONTENT_FIELDS, "vessel_key", "commodity_raw_key", "commodity_leaf", "content_hash")
 
 
-def _records(frame: pd.DataFrame) -> list[dict]:
-    """Rows as dicts for executemany: missing values as None, times as naive UTC
-    datetimes, numbers as Python numbers (what every DB-API driver accepts)."""
-    columns = ["ref", *_STORED, "updated_at"]
-    arrays = [_python_values(frame[column]) for column in columns]
-    return [dict(zip(columns, values)) for values in zip(*arrays)]
-
-
-def _python_values(column: pd.Series) -> list:
+def _python_values(column: pd.Series, sqlite: bool) -> list:
+    """A column as Python values for a DB-API driver: None for missing, naive UTC
+    datetimes (ISO text for SQLite, as SQLAlchemy stores them), Python numbers."""
     missing = column.isna().to_numpy()
     if isinstance(column.dtype, pd.DatetimeTZDtype):
-        values = list(column.dt.tz_convert(None).dt.to_pydatetime())
+        naive = column.dt.tz_convert(None).to_numpy().astype("datetime64[us]")
+        if sqlite:  # numpy formats in C; SQLAlchemy's SQLite layout has a space, not "T"
+            values = np.char.replace(np.datetime_as_string(naive, unit="us"), "T", " ").astype(object)
+        else:
+            values = np.array(naive.tolist(), dtype=object)
+    elif column.dtype == object:
+        if not missing.any():
+            return column.tolist()
+        values = column.to_numpy(dtype=object, copy=True)
     else:
-        values = column.astype(object).tolist()
-    return [None if gone else value for value, gone in zip(values, missing)]
+        values = np.array(column.tolist(), dtype=object)
+    values[missing] = None
+    return values.tolist()
+
+
+def _rows(frame: pd.DataFrame, columns: list[str], sqlite: bool) -> list[tuple]:
+    return list(zip(*(_python_values(frame[c], sqlite) for c in columns)))
 
 
 def _insert_new(session, feed, frame, now, progress) -> None:
+    """Insert new records with one executemany per chunk. A driver-level statement
+    (not the ORM) is what gets ingest past 50,000 rows/s on SQLite."""
     if frame.empty:
         return
     connection = session.connection()
+    sqlite = connection.dialect.name == "sqlite"
+    columns = ["ref", *_STORED, "updated_at"]
+    frame = frame.assign(feed_id=feed.id, version=1, created_at=pd.Timestamp(now, tz="UTC"))
+    columns += ["feed_id", "version", "created_at"]
+    mark = "?" if sqlite else "%s"
+    statement = (
+        f"INSERT INTO {Record.__tablename__} ({', '.join(columns)}) "
+        f"VALUES ({', '.join([mark] * len(columns))})"
+    )
     for start in range(0, len(frame), CHUNK):
-        rows = _records(frame.iloc[start : start + CHUNK])
-        for row in rows:
-            row.update(feed_id=feed.id, version=1, created_at=now)
-        connection.execute(insert(Record), rows)
+        rows = _rows(frame.iloc[start : start + CHUNK], columns, sqlite)
+        connection.exec_driver_sql(statement, rows)
         if progress:
             progress(len(rows))
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    """Rows as dicts for SQLAlchemy's executemany (updates)."""
+    columns = ["ref", *_STORED, "updated_at"]
+    return [dict(zip(columns, row)) for row in _rows(frame, columns, sqlite=False)]
 
 
 def _update_changed(session, frame, now, progress) -> None:

@@ -133,7 +133,7 @@ class Record(Base):
     vessel_key: Mapped[str] = mapped_column(String(220))
     commodity_raw_key: Mapped[str | None] = mapped_column(String(220))
     commodity_leaf: Mapped[str | None] = mapped_column(String(200))
-    content_hash: Mapped[str] = mapped_column(String(32))
+    content_hash: Mapped[int] = mapped_column(BigInteger)
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime)
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime)

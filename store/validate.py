@@ -10,6 +10,7 @@ directory, and a content hash that tells a changed row from an unchanged one.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any, Mapping
 
 import numpy as np
@@ -29,7 +30,8 @@ from store.ports import default_directory, looks_like_unlocode
 from store.schema import Record
 from store.taxonomy import default_taxonomy
 
-_BLANK_WORDS = ["", "n/a", "tbc", "tbn"]
+_IMO_PREFIX = re.compile(r"^\s*IMO[\s:]*", re.IGNORECASE)
+_BLANK_WORDS = frozenset({"", "n/a", "tbc", "tbn"})
 #: Free-text columns and the longest value their store column holds (PostgreSQL
 #: refuses longer ones, so a long value is a bad row, not a failed transaction).
 _TEXT_LIMITS = {
@@ -65,9 +67,24 @@ class _Problems:
             )
 
 
+def map_unique(column: pd.Series, function) -> pd.Series:
+    """`function` applied once per distinct non-missing value of `column`; missing
+    values stay None. Feed columns repeat a few values (ports, companies,
+    enumerations) over many rows, so this is what keeps ingest fast."""
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    values = np.empty(len(uniques) + 1, dtype=object)
+    values[:-1] = [function(u) for u in uniques]
+    values[-1] = None  # code -1: missing
+    return pd.Series(values[codes], index=column.index, dtype=object)
+
+
+def _clean_text(value: object) -> str | None:
+    text = str(value).strip()
+    return None if text.lower() in _BLANK_WORDS else text
+
+
 def _blank_to_na(column: pd.Series) -> pd.Series:
-    text = column.astype(object).where(column.notna(), "").astype(str).str.strip()
-    return text.where(~text.str.lower().isin(_BLANK_WORDS), None)
+    return map_unique(column, _clean_text)
 
 
 def validate_frame(frame: pd.DataFrame, date_format=None, name: str = "file") -> pd.DataFrame:
@@ -102,9 +119,7 @@ def validate_frame(frame: pd.DataFrame, date_format=None, name: str = "file") ->
     out["quantity"] = _parse_numbers(out["quantity"], "quantity", problems, integer=False)
     for column, choices in ENUMERATIONS.items():
         out[column] = _parse_enum(out[column], column, choices, problems)
-    out["vessel_type"] = out["vessel_type"].map(
-        lambda v: canonical_enum("vessel_type", v), na_action="ignore"
-    )
+    out["vessel_type"] = map_unique(out["vessel_type"], lambda v: canonical_enum("vessel_type", v))
     problems.raise_if_any(name)
     return out
 
@@ -130,13 +145,13 @@ def _check_ref(out: pd.DataFrame, problems: _Problems) -> None:
 
 
 def _check_port(out: pd.DataFrame, problems: _Problems) -> None:
-    port = out["port_unlocode"].str.upper().str.replace(" ", "", regex=False)
+    port = map_unique(out["port_unlocode"], lambda v: v.upper().replace(" ", ""))
     out["port_unlocode"] = port
     problems.add(port.isna(), "port_unlocode", "port_unlocode is required")
-    valid = port.map(lambda v: looks_like_unlocode(v), na_action="ignore")
+    valid = map_unique(port, looks_like_unlocode)
     values = port.to_numpy()
     problems.add(
-        port.notna() & ~valid.fillna(False).astype(bool),
+        port.notna() & (valid != True),  # noqa: E712 - object column of True/False/None
         "port_unlocode",
         lambda i: f"{values[i]!r} is not a UN/LOCODE (2 letters + 3 letters or digits)",
     )
@@ -148,8 +163,8 @@ def _check_vessel(out: pd.DataFrame, problems: _Problems) -> None:
         "vessel_imo",
         "one of vessel_imo or vessel_name is required",
     )
-    imo = out["vessel_imo"].str.replace(r"^\s*IMO[\s:]*", "", case=False, regex=True)
-    digits = imo.str.fullmatch(r"\d{7}").fillna(False).astype(bool).to_numpy()
+    imo = map_unique(out["vessel_imo"], lambda v: _IMO_PREFIX.sub("", v))
+    digits = map_unique(imo, lambda v: len(v) == 7 and v.isdigit()).eq(True).to_numpy()
     valid = np.zeros(len(imo), dtype=bool)
     if digits.any():
         text = "".join(imo[digits]).encode("ascii")
@@ -168,9 +183,14 @@ def _check_vessel(out: pd.DataFrame, problems: _Problems) -> None:
 def _parse_dates(column: pd.Series, field: str, problems: _Problems, date_format) -> pd.Series:
     present = column.notna()
     formats = [date_format] if isinstance(date_format, str) else list(date_format or ["ISO8601"])
-    parsed = pd.to_datetime(column, format=formats[0], errors="coerce", utc=True)
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    distinct = pd.Series(uniques, dtype=object)
+    parsed_uniques = pd.to_datetime(distinct, format=formats[0], errors="coerce", utc=True)
     for fmt in formats[1:]:
-        parsed = parsed.fillna(pd.to_datetime(column, format=fmt, errors="coerce", utc=True))
+        parsed_uniques = parsed_uniques.fillna(pd.to_datetime(distinct, format=fmt, errors="coerce", utc=True))
+    parsed = pd.Series(
+        pd.DatetimeIndex(parsed_uniques).take(codes, allow_fill=True, fill_value=pd.NaT), index=column.index
+    ).astype("datetime64[ns, UTC]")
     bad = present & parsed.isna()
     values = column.to_numpy()
     expected = f"format {' or '.join(formats)}" if date_format else "ISO 8601 or YYYY-MM-DD"
@@ -201,8 +221,7 @@ def _parse_numbers(column: pd.Series, field: str, problems: _Problems, integer: 
 
 def _parse_enum(column: pd.Series, field: str, choices: tuple[str, ...], problems: _Problems) -> pd.Series:
     lookup = {c.lower(): c for c in choices}
-    lowered = column.str.lower().str.split().str.join(" ")
-    mapped = lowered.map(lookup)
+    mapped = map_unique(column, lambda v: lookup.get(" ".join(v.split()).lower()))
     values = column.to_numpy()
     problems.add(
         column.notna() & mapped.isna(),
@@ -217,25 +236,24 @@ def derive(clean: pd.DataFrame, mappings: Mapping[str, str]) -> pd.DataFrame:
     content hash to validated rows."""
     out = clean.copy()
     directory = default_directory()
-    ports = out["port_unlocode"].map(lambda code: directory.get(code))
-    out["port_name"] = out["port_name"].fillna(ports.map(lambda p: p.name if p else None))
-    out["country_name"] = out["country_name"].fillna(ports.map(lambda p: p.country_name if p else None))
-    names = out["vessel_name"].dropna().unique()
-    name_keys = {n: vessel_name_key(n) for n in names}
-    out["vessel_key"] = np.where(
-        out["vessel_imo"].notna(),
-        "IMO" + out["vessel_imo"].fillna(""),
-        "NAME:" + out["vessel_name"].map(name_keys).fillna(""),
-    )
+    ports = map_unique(out["port_unlocode"], directory.get)
+    out["port_name"] = out["port_name"].fillna(map_unique(ports, lambda p: p.name if p else None))
+    out["country_name"] = out["country_name"].fillna(map_unique(ports, lambda p: p.country_name if p else None))
+    imo_key = map_unique(out["vessel_imo"], lambda v: "IMO" + v)
+    name_key = map_unique(out["vessel_name"], lambda v: "NAME:" + vessel_name_key(v))
+    out["vessel_key"] = imo_key.fillna(name_key)
     taxonomy = default_taxonomy()
-    raws = out["commodity"].dropna().unique()
-    raw_keys = {r: lookup_key(r) for r in raws}
-    leaves = {r: taxonomy.resolve(r, mappings) for r in raws}
-    out["commodity_raw_key"] = out["commodity"].map(raw_keys)
-    out["commodity_leaf"] = out["commodity"].map(lambda r: leaves[r].id if leaves[r] else None, na_action="ignore")
-    hashed = pd.util.hash_pandas_object(out[list(CONTENT_FIELDS)].astype(str), index=False)
-    out["content_hash"] = [format(int(h), "016x") for h in hashed.to_numpy()]
+    out["commodity_raw_key"] = map_unique(out["commodity"], lookup_key)
+    out["commodity_leaf"] = map_unique(out["commodity"], lambda r: getattr(taxonomy.resolve(r, mappings), "id", None))
+    out["content_hash"] = content_hashes(out)
     return out
+
+
+def content_hashes(frame: pd.DataFrame) -> pd.Series:
+    """A 64-bit hash of each row's content fields: equal content, equal hash, on every
+    run (pandas' hashing uses a fixed key)."""
+    hashed = pd.util.hash_pandas_object(frame[list(CONTENT_FIELDS)], index=False)
+    return pd.Series(hashed.to_numpy().view(np.int64), index=frame.index)
 
 
 def content_json(record) -> dict[str, Any]:
