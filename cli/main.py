@@ -35,16 +35,29 @@ class Context:
 
     @property
     def sessions(self):
+        """The store's sessionmaker, opened on first use.
+
+        A URL that is no database URL is a usage error (exit 2); a database that cannot
+        be reached is reported like refused input (exit 1 and an error body), so that
+        --json still prints exactly one JSON object."""
         if self._factory is None:
+            from sqlalchemy.exc import ArgumentError, DBAPIError
+
             from store.db import engine_for, make_sessionmaker, open_store
-            from store.errors import LineupsError
+            from store.errors import InternalError, LineupsError
             from store.migrate import SchemaBehind
 
-            engine = engine_for(self.settings)
+            try:
+                engine = engine_for(self.settings)
+            except ArgumentError as exc:
+                raise click.BadParameter(str(exc), param_hint="'--db' / LINEUPS_DB") from exc
             try:
                 open_store(engine, self.settings.db_url)
             except SchemaBehind as exc:
                 raise LineupsError(str(exc)) from exc
+            except DBAPIError as exc:
+                where = engine.url.render_as_string(hide_password=True)
+                raise InternalError(f"Cannot open the database {where}: {exc.orig}") from exc
             self._factory = make_sessionmaker(engine)
         return self._factory
 

@@ -7,7 +7,7 @@ applies to every later ingest. Functions take a session and never commit.
 
 from __future__ import annotations
 
-from sqlalchemy import distinct, func, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from store.errors import ValidationError
@@ -50,7 +50,7 @@ def map_commodity(session: Session, raw: str, leaf: str) -> dict:
         )
     else:
         row.raw, row.leaf_id = raw.strip(), target.id
-    feeds = list(session.scalars(select(distinct(Record.feed_id)).where(Record.commodity_raw_key == key)))
+    feeds = list(session.scalars(select(Record.feed_id).where(Record.commodity_raw_key == key).distinct()))
     result = session.execute(
         update(Record).where(Record.commodity_raw_key == key).values(commodity_leaf=target.id)
     )

@@ -214,19 +214,19 @@ def load_demo(
     anchor: dt.date | None = None,
     progress: Progress | None = None,
 ) -> dict:
-    """Create the demo feeds, buyer, key and subscriptions and ingest about `records`
+    """Create the demo feeds, buyer, key and subscriptions and ingest `records`
     records. Returns `{"buyer_id", "api_key", "feeds", "records"}`. Does not commit."""
     anchor = anchor or dt.datetime.now(dt.timezone.utc).date()
     ports = sorted({p for f in DEMO_FEEDS for p in f.ports})
     per_call = 0.65 * np.mean([sum(p in f.ports for f in DEMO_FEEDS) for p in ports])
     calls = build_calls(seed, int(records / per_call * 1.1) + 10, anchor)
     frames = [feed_rows(calls, i, seed) for i in range(len(DEMO_FEEDS))]
-    scale = records / max(1, sum(len(f) for f in frames))
+    counts = _allot([len(f) for f in frames], records)
     buyer = accounts.add_buyer(session, "Demo Buyer")
     key, _ = accounts.create_key(session, buyer)
     created, total = [], 0
-    for spec, frame in zip(DEMO_FEEDS, frames):
-        frame = frame.iloc[: int(round(len(frame) * scale))] if scale < 1 else frame
+    for spec, frame, count in zip(DEMO_FEEDS, frames, counts):
+        frame = frame.iloc[:count]
         feed = feeds.add_feed(
             session, spec.name, list(spec.ports), spec.frequency, spec.feed_type, *spec.ratings
         )
@@ -237,3 +237,17 @@ def load_demo(
         created.append({"id": feed.id, "name": feed.name, "subscription": spec.subscription, "records": report.inserted})
         total += report.inserted
     return {"buyer_id": buyer.id, "api_key": key, "feeds": created, "records": total}
+
+
+def _allot(lengths: list[int], total: int) -> list[int]:
+    """Split `total` rows over the feeds in proportion to what each has (`lengths`),
+    largest remainders first, so that the counts add up to `total` exactly (or to all
+    there is) and no feed is asked for more rows than it has."""
+    available = sum(lengths)
+    total = min(total, available)
+    exact = [n * total / max(1, available) for n in lengths]
+    counts = [int(x) for x in exact]
+    by_remainder = sorted(range(len(lengths)), key=lambda i: (counts[i] - exact[i], i))
+    for i in by_remainder[: total - sum(counts)]:
+        counts[i] += 1
+    return counts

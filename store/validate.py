@@ -103,7 +103,10 @@ def validate_frame(frame: pd.DataFrame, date_format=None, name: str = "file") ->
         problems.items.append(
             {"line": 1, "field": "vessel_imo", "reason": "a vessel_imo or vessel_name column is required"}
         )
-    problems.raise_if_any(name)
+    # Without a required column the rows cannot be checked; unknown columns are
+    # reported together with the rows' problems, so that one run shows them all.
+    if len(problems.items) > len(unknown):
+        problems.raise_if_any(name)
 
     out = pd.DataFrame({"_line": lines.to_numpy()}, index=frame.index)
     for column in FEED_FILE_COLUMNS:

@@ -1,0 +1,134 @@
+"""How fast `lineups ingest` loads a large feed file (contract C11; target ≥50,000 rows/s
+into SQLite on a 1,000,000-row file).
+
+Writes a deterministic feed file shaped like the demo feeds (real ports, valid IMO
+numbers, blanks, spelling variants), then times validation + upsert of the whole
+file into a fresh SQLite store, and into a fresh PostgreSQL schema when one answers.
+The reference in the same run is the floor of the work: the same rows written with a
+bare `sqlite3` executemany, no validation.
+
+    .venv/bin/python bench/ingest_bench.py [--records N] [--runs 3] [--pg URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sqlite3
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import text
+
+from store import demo, feeds, ingest
+from store.db import create_schema, make_engine, make_sessionmaker, transaction
+
+ANCHOR = dt.date(2026, 11, 23)
+
+
+def write_feed_file(path: Path, records: int, seed: int = 11) -> int:
+    """A feed CSV of about `records` rows; returns the row count."""
+    calls = demo.build_calls(seed, int(records / 1.6) + 10, ANCHOR)
+    frames = [demo.feed_rows(calls, i, seed) for i in range(len(demo.DEMO_FEEDS))]
+    frame = pd.concat(frames, ignore_index=True).iloc[:records]
+    frame["ref"] = [f"R{i:08d}" for i in range(len(frame))]
+    frame.to_csv(path, index=False)
+    return len(frame)
+
+
+def ingest_once(db_url: str, path: Path, schema: str | None = None) -> float:
+    """Seconds to validate and upsert the file into a fresh store."""
+    engine = make_engine(db_url, schema=schema)
+    create_schema(engine)
+    sessions = make_sessionmaker(engine)
+    with transaction(sessions) as session:
+        feed = feeds.add_feed(session, f"Bench {uuid.uuid4().hex[:6]}", ["BRSSZ"])
+    start = time.perf_counter()
+    with transaction(sessions) as session:
+        report = ingest.ingest_file(session, session.merge(feed), path)
+    elapsed = time.perf_counter() - start
+    engine.dispose()
+    assert report.inserted > 0
+    return elapsed
+
+
+def bare_sqlite_once(path: Path, folder: Path) -> float:
+    """Seconds for the floor: read the CSV and executemany it into SQLite, no checks."""
+    start = time.perf_counter()
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    connection = sqlite3.connect(folder / f"bare-{uuid.uuid4().hex}.db")
+    columns = list(frame.columns)
+    connection.execute(f"CREATE TABLE t ({', '.join(columns)})")
+    connection.executemany(
+        f"INSERT INTO t VALUES ({', '.join('?' * len(columns))})", frame.itertuples(index=False, name=None)
+    )
+    connection.commit()
+    connection.close()
+    return time.perf_counter() - start
+
+
+def measure(records: int, runs: int, pg_url: str | None) -> dict:
+    """Median/min/max rows per second for each target; PostgreSQL when it answers."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        path = folder / "feed.csv"
+        rows = write_feed_file(path, records)
+        results = {"rows": rows}
+        sqlite_times = [ingest_once(f"sqlite:///{folder / f'run{i}.db'}", path) for i in range(runs)]
+        bare_times = [bare_sqlite_once(path, folder) for _ in range(runs)]
+        results["sqlite"] = _rates(rows, sqlite_times)
+        results["bare_sqlite"] = _rates(rows, bare_times)
+        if pg_url:
+            results["postgresql"] = _pg(pg_url, path, rows, runs)
+    return results
+
+
+def _pg(pg_url: str, path: Path, rows: int, runs: int) -> dict | None:
+    try:
+        admin = make_engine(pg_url)
+        with admin.connect():
+            pass
+    except Exception:  # noqa: BLE001 - PostgreSQL is optional for this figure
+        return None
+    times = []
+    for _ in range(runs):
+        schema = "bench_" + uuid.uuid4().hex[:10]
+        with admin.begin() as connection:
+            connection.execute(text(f"CREATE SCHEMA {schema}"))
+        try:
+            times.append(ingest_once(pg_url, path, schema))
+        finally:
+            with admin.begin() as connection:
+                connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+    admin.dispose()
+    return _rates(rows, times)
+
+
+def _rates(rows: int, times: list[float]) -> dict:
+    rates = [rows / t for t in times]
+    return {"median": statistics.median(rates), "min": min(rates), "max": max(rates), "seconds": statistics.median(times)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--pg", default=None, help="PostgreSQL URL (optional)")
+    args = parser.parse_args(argv)
+    result = measure(args.records, args.runs, args.pg)
+    for name in ("sqlite", "bare_sqlite", "postgresql"):
+        figures = result.get(name)
+        if figures:
+            print(f"{name:12s} {figures['median']:>10,.0f} rows/s (min {figures['min']:,.0f}, max {figures['max']:,.0f})")
+    ratio = result["sqlite"]["median"] / result["bare_sqlite"]["median"]
+    print(f"ingest / bare executemany: {ratio:.2f}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,306 @@
+"""The `lineups` operator command line (C11): every command's `--json` output is exactly
+one JSON object, refused input exits 1 with the C5 error body, usage errors exit 2.
+
+Commands run through click's CliRunner against a fresh store on SQLite and PostgreSQL
+(`cli_env`); one test runs the installed console script as a real process."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import cli.operators  # noqa: F401  (registers the commands on the group)
+from cli.main import lineups
+from store import accounts
+from store.errors import Unauthorized
+
+SANTOS_FILE = Path("/work/shared/data/santos-lineup-2023-12.csv")
+SANTOS_MAPPING = Path(__file__).resolve().parents[2] / "docs" / "examples" / "santos-mapping.toml"
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(lineups, list(args))
+
+
+def run_json(*args: str, code: int = 0) -> dict:
+    """Run a command with --json; check its exit status and that stdout is exactly one
+    JSON object; return it."""
+    result = invoke(*args, "--json")
+    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
+    assert result.stdout.endswith("\n") and result.stdout.count("\n") == 1, result.stdout
+    body = json.loads(result.stdout)
+    assert isinstance(body, dict)
+    return body
+
+
+def assert_error(body: dict, code: str) -> dict:
+    """The C5 error body; returns its details."""
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"code", "message", "details"}
+    assert body["error"]["code"] == code
+    assert body["error"]["message"]
+    return body["error"]["details"]
+
+
+def write_feed(path: Path, rows: list[dict]) -> Path:
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def good_rows() -> list[dict]:
+    return [
+        {"ref": "A1", "port_unlocode": "BRSSZ", "vessel_imo": "9074729", "vessel_name": "Ocean Grace",
+         "commodity": "soja", "eta": "2024-01-05T10:00:00Z", "operation": "load"},
+        {"ref": "A2", "port_unlocode": "BRPNG", "vessel_name": "MV Star", "commodity": "Widgets",
+         "eta": "2024-01-07", "operation": "DISCH"},
+    ]
+
+
+@pytest.fixture
+def feed(cli_env) -> dict:
+    return run_json("feed", "add", "Santos Lineup", "--port", "BRSSZ", "--port", "brpng", "--frequency", "daily")
+
+
+@pytest.fixture
+def buyer(cli_env) -> dict:
+    return run_json("buyer", "add", "Acme Trading")
+
+
+# ---------------------------------------------------------------- each command's JSON
+
+
+def test_feed_add_and_list(feed):
+    assert set(feed) == {"id", "name"}
+    assert feed["name"] == "Santos Lineup"
+    listed = run_json("feed", "list")
+    assert set(listed) == {"feeds"}
+    (only,) = listed["feeds"]
+    assert only["id"] == feed["id"]
+    assert [p["unlocode"] for p in only["ports"]] == ["BRSSZ", "BRPNG"]
+    assert (only["port_unlocode"], only["port_name"], only["frequency"]) == ("BRSSZ", "Santos", "daily")
+
+
+def test_buyer_add_suspend_resume(buyer, sessions):
+    assert set(buyer) == {"id", "name", "status"}
+    assert (buyer["name"], buyer["status"]) == ("Acme Trading", "active")
+    key = run_json("key", "create", "Acme Trading")["key"]
+    suspended = run_json("buyer", "suspend", "Acme Trading")
+    assert suspended == {**buyer, "status": "suspended"}
+    with sessions() as session:
+        with pytest.raises(Exception) as caught:
+            accounts.authenticate(session, key)
+        assert caught.value.status == 403
+    assert run_json("buyer", "resume", buyer["id"]) == buyer
+    with sessions() as session:
+        assert accounts.authenticate(session, key).id == buyer["id"]
+
+
+def test_key_create_and_revoke(buyer, sessions):
+    created = run_json("key", "create", buyer["id"])
+    assert {"key", "buyer_id"} <= set(created)
+    assert created["buyer_id"] == buyer["id"]
+    key = created["key"]
+    assert key.startswith("lk_") and len(key) == 35
+    revoked = run_json("key", "revoke", created["prefix"])
+    assert {"key", "buyer_id"} <= set(revoked)
+    assert revoked["key"] is None and revoked["buyer_id"] == buyer["id"]
+    assert revoked["revoked_at"].endswith("Z")
+    with sessions() as session:
+        with pytest.raises(Unauthorized):
+            accounts.authenticate(session, key)
+
+
+def test_subscription_set(buyer, feed):
+    body = run_json("subscription", "set", "Acme Trading", "Santos Lineup", "trial")
+    assert body == {"buyer_id": buyer["id"], "feed_id": feed["id"], "status": "trial"}
+    body = run_json("subscription", "set", buyer["id"], feed["id"], "CANCELLED")
+    assert body["status"] == "cancelled"
+
+
+def test_ingest_and_reingest(feed, tmp_path):
+    path = write_feed(tmp_path / "feed.csv", good_rows())
+    body = run_json("ingest", "Santos Lineup", str(path))
+    assert body == {"inserted": 2, "updated": 0, "unchanged": 0, "unresolved_commodities": 1}
+    rows = good_rows()
+    rows[0]["eta"] = "2024-01-06T10:00:00Z"
+    body = run_json("ingest", feed["id"], str(write_feed(tmp_path / "v2.csv", rows)))
+    assert body == {"inserted": 0, "updated": 1, "unchanged": 1, "unresolved_commodities": 1}
+
+
+def test_ingest_of_a_bad_file_is_refused_and_writes_nothing(feed, tmp_path, sessions):
+    rows = good_rows() + [
+        {"ref": "A1", "port_unlocode": "BRSSZ", "vessel_name": "Dup"},
+        {"ref": "A4", "port_unlocode": "BRSSZ", "vessel_imo": "9074728", "eta": "tomorrow"},
+    ]
+    body = run_json("ingest", "Santos Lineup", str(write_feed(tmp_path / "bad.csv", rows)), code=1)
+    details = assert_error(body, "VALIDATION_ERROR")
+    assert details == [
+        {"line": 4, "field": "ref", "reason": "duplicate ref 'A1' (first on line 2)"},
+        {"line": 5, "field": "eta", "reason": "'tomorrow' is not a date (ISO 8601 or YYYY-MM-DD)"},
+        {"line": 5, "field": "vessel_imo", "reason": "'9074728' is not a valid IMO number (7 digits, check digit)"},
+    ]
+    assert "refused whole" in body["error"]["message"]
+    assert run_json("commodity", "unresolved") == {"unresolved": []}  # no record was stored
+
+
+def test_ingest_with_a_mapping(feed):
+    if not SANTOS_FILE.exists():
+        pytest.skip(f"{SANTOS_FILE} is not on this machine")
+    args = ("ingest", "Santos Lineup", str(SANTOS_FILE), "--mapping", str(SANTOS_MAPPING))
+    assert run_json(*args) == {"inserted": 311, "updated": 0, "unchanged": 0, "unresolved_commodities": 7}
+    assert run_json(*args)["unchanged"] == 311
+
+
+def test_commodity_unresolved_and_map(feed, tmp_path):
+    run_json("ingest", "Santos Lineup", str(write_feed(tmp_path / "feed.csv", good_rows())))
+    assert run_json("commodity", "unresolved") == {"unresolved": [{"raw": "Widgets", "count": 1}]}
+    body = run_json("commodity", "map", "widgets", "Bagged Cargo")
+    assert {"raw", "leaf", "records_resolved"} <= set(body)
+    assert (body["raw"], body["leaf"], body["records_resolved"]) == ("widgets", "Bagged Cargo", 1)
+    assert run_json("commodity", "unresolved") == {"unresolved": []}
+    details = assert_error(run_json("commodity", "map", "widgets", "Unobtainium", code=1), "VALIDATION_ERROR")
+    assert details["parameter"] == "leaf"
+
+
+def test_demo(cli_env):
+    body = run_json("demo", "--records", "30", "--seed", "3", "--anchor-date", "2024-03-01")
+    assert set(body) == {"buyer_id", "api_key", "feeds", "records"}
+    assert body["records"] == 30
+    assert {f["subscription"] for f in body["feeds"]} == {"active", "trial", "cancelled"}
+    # A second demo in the same store is refused.
+    assert_error(run_json("demo", "--records", "30", code=1), "VALIDATION_ERROR")
+
+
+# ---------------------------------------------------------------- refused input: exit 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("ingest", "No Such Feed", "FILE"),
+        ("subscription", "set", "Nobody", "Santos Lineup", "active"),
+        ("subscription", "set", "Acme Trading", "No Such Feed", "active"),
+        ("buyer", "suspend", "Nobody"),
+        ("key", "create", "Nobody"),
+        ("key", "revoke", "lk_" + "0" * 32),
+    ],
+)
+def test_unknown_names_are_not_found(feed, buyer, tmp_path, args):
+    path = write_feed(tmp_path / "feed.csv", good_rows())
+    args = [str(path) if a == "FILE" else a for a in args]
+    assert_error(run_json(*args, code=1), "NOT_FOUND")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("feed", "add", "Santos Lineup", "--port", "BRSSZ"),  # the name is taken
+        ("feed", "add", "Elsewhere", "--port", "XXZZZ"),  # not in the directory
+        ("feed", "add", "Rated", "--port", "BRSSZ", "--coverage-rating", "9"),
+        ("buyer", "add", "Acme Trading"),
+    ],
+)
+def test_refused_input_is_a_validation_error(feed, buyer, args):
+    details = assert_error(run_json(*args, code=1), "VALIDATION_ERROR")
+    assert set(details) == {"parameter", "reason"}
+
+
+def test_refused_input_without_json_explains_on_stderr(feed, tmp_path):
+    rows = [{"ref": "A1", "port_unlocode": "BRSSZ", "vessel_name": "X", "dwt": "heavy"}]
+    result = invoke("ingest", "Santos Lineup", str(write_feed(tmp_path / "bad.csv", rows)))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert "Error (VALIDATION_ERROR)" in result.stderr
+    assert "line 2: dwt: 'heavy' is not a number" in result.stderr
+
+
+# ---------------------------------------------------------------- usage errors: exit 2
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("feed", "add", "No Port"),  # --port is required
+        ("feed", "add", "X", "--port", "BRSSZ", "--coverage-rating", "high"),
+        ("buyer", "add"),
+        ("subscription", "set", "Acme Trading", "Santos Lineup", "paused"),
+        ("ingest", "Santos Lineup"),
+        ("ingest", "Santos Lineup", "/no/such/file.csv"),
+        ("demo", "--records", "5"),
+        ("feed", "list", "--colour", "red"),
+        ("frobnicate",),
+        ("feed", "list", "--db", "not a database url"),
+    ],
+)
+def test_usage_errors_exit_2(cli_env, args):
+    result = invoke(*args, "--json")
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert "Usage:" in result.stderr or "Error" in result.stderr
+
+
+def test_db_flag_wins_over_the_environment(store_settings, sessions, monkeypatch, tmp_path):
+    elsewhere = tmp_path / "elsewhere.db"
+    monkeypatch.setenv("LINEUPS_DB", f"sqlite:///{elsewhere}")
+    if store_settings.db_schema:
+        monkeypatch.setenv("LINEUPS_DB_SCHEMA", store_settings.db_schema)
+    else:
+        monkeypatch.delenv("LINEUPS_DB_SCHEMA", raising=False)
+    created = run_json("feed", "add", "Flagged Feed", "--port", "NLRTM", "--db", store_settings.db_url)
+    assert not elsewhere.exists()
+    with sessions() as session:
+        from store.feeds import find_feed
+
+        assert find_feed(session, "Flagged Feed").id == created["id"]
+
+
+def test_unreachable_database_is_reported_as_one_json_object(cli_env):
+    body = run_json("feed", "list", "--db", "postgresql+psycopg://nobody:secret@127.0.0.1:1/none", code=1)
+    assert_error(body, "INTERNAL_ERROR")
+    assert "secret" not in body["error"]["message"]
+
+
+# ---------------------------------------------------------------- the installed script
+
+
+def lineups_command() -> list[str]:
+    script = Path(sys.executable).with_name("lineups")
+    if script.exists():
+        return [str(script)]
+    if shutil.which("lineups"):
+        return [shutil.which("lineups")]
+    return [sys.executable, "-c", "from cli.main import main; main()"]
+
+
+def test_console_script_runs_as_a_process(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LINEUPS_")}
+    env["LINEUPS_DB"] = f"sqlite:///{tmp_path / 'lineups.db'}"
+
+    def run(*args: str, code: int = 0) -> dict:
+        done = subprocess.run(
+            [*lineups_command(), *args, "--json"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+        )
+        assert done.returncode == code, done.stderr
+        assert done.stdout.count("\n") == 1, done.stdout
+        return json.loads(done.stdout)
+
+    demo = run("demo", "--records", "20", "--anchor-date", "2024-03-01")
+    assert demo["records"] == 20
+    assert len(run("feed", "list")["feeds"]) == len(demo["feeds"])
+    assert_error(run("buyer", "resume", "Nobody", code=1), "NOT_FOUND")
+    usage = subprocess.run([*lineups_command(), "buyer", "add"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert usage.returncode == 2 and usage.stdout == ""
+    assert (tmp_path / "lineups.db").exists()

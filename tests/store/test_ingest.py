@@ -1,0 +1,507 @@
+"""Ingest of feed files (C1, C10, C11): validation refuses a bad file whole with a report
+of every bad row, a good file is upserted by (feed, ref), and every change keeps the
+previous version (issue 2: history).
+
+Each test runs on SQLite and PostgreSQL (the `session` fixture)."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select, update
+
+from store import commodities, feeds, ingest
+from store.errors import NotFound, ValidationError
+from store.history import eta_slips, record_history
+from store.mapping import Mapping
+from store.schema import Feed, Record, RecordRevision
+from store.validate import content_json
+
+SANTOS_FILE = Path("/work/shared/data/santos-lineup-2023-12.csv")
+SANTOS_MAPPING = Path(__file__).resolve().parents[2] / "docs" / "examples" / "santos-mapping.toml"
+
+#: A row that passes every rule; tests change one field of it.
+GOOD = {
+    "ref": "R1",
+    "port_unlocode": "BRSSZ",
+    "vessel_imo": "9074729",
+    "vessel_name": "Ocean Grace",
+    "vessel_type": "Bulk Carrier",
+    "dwt": "82000",
+    "operation": "load",
+    "commodity": "Soybeans",
+    "quantity": "65000",
+    "quantity_unit": "MT",
+    "eta": "2024-01-05T10:00:00Z",
+    "etb": "2024-01-06T08:00:00Z",
+    "etd": "2024-01-08T18:00:00Z",
+    "vessel_status": "expected",
+    "shipper": "Cargill",
+}
+
+
+def row(**changes) -> dict:
+    return {**GOOD, **changes}
+
+
+def write_csv(path: Path, rows: list[dict], columns: list[str] | None = None) -> Path:
+    columns = columns or list(dict.fromkeys(k for r in rows for k in r))
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+@pytest.fixture
+def feed(session) -> Feed:
+    return feeds.add_feed(session, "Test Feed", ["BRSSZ", "BRPNG"])
+
+
+def ingest_rows(session, feed, tmp_path, rows, name="feed.csv", **kwargs) -> ingest.IngestReport:
+    return ingest.ingest_file(session, feed, write_csv(tmp_path / name, rows, **kwargs))
+
+
+def stored(session, feed, ref) -> dict:
+    """The stored record's content, times as C1 strings."""
+    record = session.scalar(select(Record).where(Record.feed_id == feed.id, Record.ref == ref))
+    assert record is not None, f"no record {ref}"
+    return {**content_json(record), "updated_at": record.updated_at, "version": record.version}
+
+
+def counts(session) -> tuple[int, int]:
+    return (
+        session.scalar(select(func.count()).select_from(Record)),
+        session.scalar(select(func.count()).select_from(RecordRevision)),
+    )
+
+
+def data_version(session, feed) -> int:
+    return session.scalar(select(Feed.data_version).where(Feed.id == feed.id))
+
+
+def refused(session, feed, path) -> list[dict]:
+    """Ingest `path`, expect it refused with nothing written, return the details."""
+    before = counts(session), data_version(session, feed)
+    with pytest.raises(ValidationError) as caught:
+        ingest.ingest_file(session, feed, path)
+    assert (counts(session), data_version(session, feed)) == before
+    assert caught.value.status == 400 and caught.value.code == "VALIDATION_ERROR"
+    assert "nothing was written" in caught.value.message
+    details = caught.value.details
+    assert isinstance(details, list) and details
+    for item in details:
+        assert set(item) == {"line", "field", "reason"}
+    return details
+
+
+# ---------------------------------------------------------------- refused files
+
+
+@pytest.mark.parametrize(
+    "changes, field, reason",
+    [
+        ({"ref": ""}, "ref", "ref is required"),
+        ({"ref": "  "}, "ref", "ref is required"),
+        ({"eta": "2024-02-30T10:00:00Z"}, "eta", "is not a date"),
+        ({"etb": "05/01/2024"}, "etb", "is not a date"),
+        ({"etd": "soon"}, "etd", "is not a date"),
+        ({"dwt": "82,000"}, "dwt", "is not a number"),
+        ({"dwt": "inf"}, "dwt", "is not a number"),
+        ({"quantity": "lots"}, "quantity", "is not a number"),
+        ({"quantity": "-5"}, "quantity", "is negative"),
+        ({"dwt": "-1"}, "dwt", "is negative"),
+        ({"dwt": "82000.5"}, "dwt", "is not a whole number"),
+        ({"dwt": "3000000000"}, "dwt", "is too large"),
+        ({"vessel_imo": "9074728"}, "vessel_imo", "is not a valid IMO number"),
+        ({"vessel_imo": "907472"}, "vessel_imo", "is not a valid IMO number"),
+        ({"operation": "loading"}, "operation", "is not one of load, disch, bunker, husbandry"),
+        ({"vessel_status": "sailing"}, "vessel_status", "is not one of expected"),
+        ({"quantity_unit": "tons"}, "quantity_unit", "is not one of MT, BBL, Units"),
+        ({"vessel_imo": "", "vessel_name": "TBN"}, "vessel_imo", "one of vessel_imo or vessel_name is required"),
+        ({"port_unlocode": "BRSS"}, "port_unlocode", "is not a UN/LOCODE"),
+        ({"port_unlocode": "BR-SSZ"}, "port_unlocode", "is not a UN/LOCODE"),
+        ({"port_unlocode": "N/A"}, "port_unlocode", "port_unlocode is required"),
+        ({"shipper": "A" * 201}, "shipper", "longer than 200 characters"),
+    ],
+)
+def test_c11_bad_value_refuses_the_file_whole(session, feed, tmp_path, changes, field, reason):
+    ingest_rows(session, feed, tmp_path, [row(ref="KEEP")], name="first.csv")
+    kept = stored(session, feed, "KEEP")
+    # The bad row comes second, after a good row that would change a stored record.
+    path = write_csv(tmp_path / "bad.csv", [row(ref="KEEP", eta="2024-02-01T00:00:00Z"), row(**{"ref": "R2", **changes})])
+    details = refused(session, feed, path)
+    assert len(details) == 1
+    assert details[0]["line"] == 3
+    assert details[0]["field"] == field
+    assert reason in details[0]["reason"]
+    assert stored(session, feed, "KEEP") == kept
+
+
+def test_c11_unknown_column_is_named_on_line_1(session, feed, tmp_path):
+    details = refused(session, feed, write_csv(tmp_path / "f.csv", [{**GOOD, "colour": "red"}]))
+    assert details == [{"line": 1, "field": "colour", "reason": "unknown column"}]
+
+
+def test_c11_unknown_column_is_reported_with_the_rows_problems(session, feed, tmp_path):
+    rows = [{**GOOD, "colour": "red"}, {**row(ref="R2", dwt="heavy"), "colour": "blue"}]
+    details = refused(session, feed, write_csv(tmp_path / "f.csv", rows))
+    assert [(d["line"], d["field"]) for d in details] == [(1, "colour"), (3, "dwt")]
+
+
+def test_c11_missing_ref_column(session, feed, tmp_path):
+    without_ref = {k: v for k, v in GOOD.items() if k != "ref"}
+    details = refused(session, feed, write_csv(tmp_path / "f.csv", [without_ref]))
+    assert details == [{"line": 1, "field": "ref", "reason": "required column is missing"}]
+
+
+def test_c11_missing_vessel_columns(session, feed, tmp_path):
+    rows = [{k: v for k, v in GOOD.items() if k not in ("vessel_imo", "vessel_name")}]
+    details = refused(session, feed, write_csv(tmp_path / "f.csv", rows))
+    assert [(d["line"], d["field"]) for d in details] == [(1, "vessel_imo")]
+
+
+def test_c11_duplicate_ref_names_the_first_line(session, feed, tmp_path):
+    rows = [row(ref="A"), row(ref="B"), row(ref="A"), row(ref="A")]
+    details = refused(session, feed, write_csv(tmp_path / "f.csv", rows))
+    assert [(d["line"], d["field"]) for d in details] == [(4, "ref"), (5, "ref")]
+    assert all("duplicate ref 'A' (first on line 2)" == d["reason"] for d in details)
+
+
+def test_c11_every_bad_row_is_reported_in_line_order(session, feed, tmp_path):
+    rows = [
+        row(ref="A"),
+        row(ref="B", eta="yesterday", operation="lading"),
+        row(ref="C"),
+        row(ref="D", vessel_imo="1234568"),
+        row(ref="E"),
+        row(ref="F", quantity="-1"),
+    ]
+    details = refused(session, feed, write_csv(tmp_path / "f.csv", rows))
+    assert [(d["line"], d["field"]) for d in details] == [
+        (3, "eta"),
+        (3, "operation"),
+        (5, "vessel_imo"),
+        (7, "quantity"),
+    ]
+
+
+def test_c11_lines_count_blank_lines_and_cells_that_span_lines(session, feed, tmp_path):
+    path = tmp_path / "f.csv"
+    path.write_bytes(
+        b'ref,port_unlocode,vessel_name,shipper,dwt\n'
+        b'\n'
+        b'A1,BRSSZ,X,"multi\nline\nshipper",1\n'
+        b'\n'
+        b'A2,BRSSZ,Y,"say ""hi""",heavy\r\n'
+        b'A3,BRSSZ,Z,,-1\n'
+    )
+    details = refused(session, feed, path)
+    assert [(d["line"], d["field"]) for d in details] == [(7, "dwt"), (8, "dwt")]
+
+
+def test_c11_unreadable_file_is_refused(session, feed, tmp_path):
+    path = tmp_path / "feed.xlsx"
+    path.write_text("not a feed")
+    with pytest.raises(ValidationError, match="ends in .csv or .jsonl"):
+        ingest.ingest_file(session, feed, path)
+    assert counts(session) == (0, 0)
+
+
+# ---------------------------------------------------------------- accepted values
+
+
+@pytest.mark.parametrize(
+    "text, stored_as",
+    [
+        ("2024-01-05T10:00:00Z", "2024-01-05T10:00:00Z"),
+        ("2024-01-05T10:00:00", "2024-01-05T10:00:00Z"),  # naive: UTC (C1)
+        ("2024-01-05 10:00", "2024-01-05T10:00:00Z"),
+        ("2024-01-05", "2024-01-05T00:00:00Z"),
+        ("2024-01-05T12:00:00+03:00", "2024-01-05T09:00:00Z"),
+        ("2024-01-05T07:30:00-03:00", "2024-01-05T10:30:00Z"),
+        ("2024-01-05T10:00:00.750Z", "2024-01-05T10:00:00Z"),
+    ],
+)
+def test_c1_times_are_stored_in_utc(session, feed, tmp_path, text, stored_as):
+    ingest_rows(session, feed, tmp_path, [row(eta=text)])
+    assert stored(session, feed, "R1")["eta"] == stored_as
+
+
+def test_c1_offsets_may_differ_within_one_file(session, feed, tmp_path):
+    rows = [row(ref="A", eta="2024-01-05T12:00:00+03:00"), row(ref="B", eta="2024-01-05T09:00:00")]
+    ingest_rows(session, feed, tmp_path, rows)
+    assert stored(session, feed, "A")["eta"] == stored(session, feed, "B")["eta"] == "2024-01-05T09:00:00Z"
+
+
+@pytest.mark.parametrize("text", ["IMO 9074729", "imo9074729", "IMO: 9074729", " 9074729 "])
+def test_imo_prefix_is_accepted(session, feed, tmp_path, text):
+    ingest_rows(session, feed, tmp_path, [row(vessel_imo=text)])
+    record = session.scalar(select(Record))
+    assert (record.vessel_imo, record.vessel_key) == ("9074729", "IMO9074729")
+
+
+def test_c1_enumerations_match_case_insensitively_and_store_the_seed_spelling(session, feed, tmp_path):
+    rows = [
+        row(ref="A", operation="LOAD", vessel_status="Expected", quantity_unit="mt", vessel_type="bulk  CARRIER"),
+        row(ref="B", operation="Disch", vessel_status="BERTHED", quantity_unit="units", vessel_type="lng carrier"),
+        row(ref="C", operation=" bunker ", vessel_status="departed", quantity_unit="Bbl", vessel_type="TANKER"),
+    ]
+    ingest_rows(session, feed, tmp_path, rows)
+    got = {ref: stored(session, feed, ref) for ref in "ABC"}
+    fields = ("operation", "vessel_status", "quantity_unit", "vessel_type")
+    assert [tuple(got[r][f] for f in fields) for r in "ABC"] == [
+        ("load", "expected", "MT", "Bulk Carrier"),
+        ("disch", "berthed", "Units", "LNG Carrier"),
+        ("bunker", "departed", "BBL", "Tanker"),
+    ]
+
+
+def test_c1_vessel_type_is_open(session, feed, tmp_path):
+    ingest_rows(session, feed, tmp_path, [row(vessel_type="  Ro-Ro  ")])
+    assert stored(session, feed, "R1")["vessel_type"] == "Ro-Ro"
+
+
+def test_c1_blanks_are_stored_as_null(session, feed, tmp_path):
+    blanks = {
+        "vessel_type": "N/A",
+        "dwt": "TBC",
+        "operation": "tbn",
+        "commodity": "   ",
+        "quantity": "n/a",
+        "quantity_unit": "",
+        "etb": "TBC",
+        "etd": " N/A ",
+        "vessel_status": "TBN",
+        "shipper": "tbc",
+    }
+    ingest_rows(session, feed, tmp_path, [row(**blanks)])
+    got = stored(session, feed, "R1")
+    assert {field: got[field] for field in blanks} == dict.fromkeys(blanks)
+    assert got["eta"] == "2024-01-05T10:00:00Z"
+
+
+def test_vessel_name_alone_is_enough(session, feed, tmp_path):
+    ingest_rows(session, feed, tmp_path, [row(vessel_imo="", vessel_name="M/V Ocean-Grace")])
+    record = session.scalar(select(Record))
+    assert (record.vessel_imo, record.vessel_key) == (None, "NAME:OCEANGRACE")
+
+
+def test_port_and_country_names_come_from_the_directory(session, feed, tmp_path):
+    rows = [
+        row(ref="A", port_unlocode="brpng"),
+        row(ref="B", port_name="Santos (Alemoa)", country_name="Brasil"),
+    ]
+    ingest_rows(session, feed, tmp_path, rows)
+    a, b = stored(session, feed, "A"), stored(session, feed, "B")
+    assert (a["port_unlocode"], a["port_name"], a["country_name"]) == ("BRPNG", "Paranagua", "Brazil")
+    assert (b["port_name"], b["country_name"]) == ("Santos (Alemoa)", "Brasil")
+
+
+def test_header_only_file_ingests_nothing(session, feed, tmp_path):
+    report = ingest.ingest_file(session, feed, write_csv(tmp_path / "f.csv", [], columns=list(GOOD)))
+    assert report.as_dict() == {"inserted": 0, "updated": 0, "unchanged": 0, "unresolved_commodities": 0}
+    assert data_version(session, feed) == 0
+
+
+# ---------------------------------------------------------------- upsert and history
+
+
+def test_reingesting_the_same_file_changes_nothing(session, feed, tmp_path):
+    path = write_csv(tmp_path / "f.csv", [row(ref="A"), row(ref="B", commodity="widgets")])
+    first = ingest.ingest_file(session, feed, path)
+    assert first.as_dict() == {"inserted": 2, "updated": 0, "unchanged": 0, "unresolved_commodities": 1}
+    old = dt.datetime(2020, 1, 1, 12, 0, 0)
+    session.execute(update(Record).values(updated_at=old))
+    version = data_version(session, feed)
+
+    again = ingest.ingest_file(session, feed, path)
+
+    assert again.as_dict() == {"inserted": 0, "updated": 0, "unchanged": 2, "unresolved_commodities": 1}
+    assert [stored(session, feed, r)["updated_at"] for r in "AB"] == [old, old]
+    assert [stored(session, feed, r)["version"] for r in "AB"] == [1, 1]
+    assert counts(session) == (2, 0)
+    assert data_version(session, feed) == version
+
+
+def test_a_changed_row_is_updated_and_its_previous_version_kept(session, feed, tmp_path):
+    ingest_rows(session, feed, tmp_path, [row(ref="A"), row(ref="B")], name="v1.csv")
+    old = dt.datetime(2020, 1, 1, 12, 0, 0)
+    session.execute(update(Record).values(updated_at=old))
+    assert data_version(session, feed) == 1
+
+    report = ingest_rows(
+        session, feed, tmp_path,
+        [row(ref="A", eta="2024-01-06T22:00:00Z", vessel_status="anchored"), row(ref="B"), row(ref="C")],
+        name="v2.csv",
+    )
+
+    assert report.as_dict() == {"inserted": 1, "updated": 1, "unchanged": 1, "unresolved_commodities": 0}
+    assert data_version(session, feed) == 2
+    a = stored(session, feed, "A")
+    assert (a["eta"], a["vessel_status"], a["version"]) == ("2024-01-06T22:00:00Z", "anchored", 2)
+    assert a["updated_at"] > old
+    assert stored(session, feed, "B")["updated_at"] == old
+    assert counts(session) == (3, 1)
+
+    history = record_history(session, feed.id, "A")
+    assert [v["version"] for v in history] == [1, 2]
+    assert [v["eta"] for v in history] == ["2024-01-05T10:00:00Z", "2024-01-06T22:00:00Z"]
+    assert [v["vessel_status"] for v in history] == ["expected", "anchored"]
+    assert history[0]["updated_at"] == "2020-01-01T12:00:00Z"
+    assert history[0]["replaced_at"] == history[1]["updated_at"]
+    assert history[1]["replaced_at"] is None
+    assert history[0]["commodity_leaf"] == "dry-bulk/grains/soybeans"
+
+
+def test_updated_at_from_the_file_is_kept_for_new_and_changed_rows(session, feed, tmp_path):
+    ingest_rows(session, feed, tmp_path, [row(updated_at="2024-01-01T06:00:00+01:00")], name="v1.csv")
+    assert stored(session, feed, "R1")["updated_at"] == dt.datetime(2024, 1, 1, 5, 0, 0)
+    ingest_rows(session, feed, tmp_path, [row(updated_at="2024-01-02T00:00:00Z")], name="v2.csv")
+    assert stored(session, feed, "R1")["updated_at"] == dt.datetime(2024, 1, 1, 5, 0, 0)  # unchanged row
+    ingest_rows(session, feed, tmp_path, [row(quantity="1", updated_at="2024-01-03")], name="v3.csv")
+    assert stored(session, feed, "R1")["updated_at"] == dt.datetime(2024, 1, 3)
+
+
+def test_refs_are_per_feed(session, feed, tmp_path):
+    other = feeds.add_feed(session, "Other Feed", ["BRSSZ"])
+    ingest_rows(session, feed, tmp_path, [row()], name="a.csv")
+    report = ingest_rows(session, other, tmp_path, [row(eta="2024-03-01")], name="b.csv")
+    assert report.inserted == 1
+    assert stored(session, feed, "R1")["eta"] == "2024-01-05T10:00:00Z"
+    assert stored(session, other, "R1")["eta"] == "2024-03-01T00:00:00Z"
+    assert (data_version(session, feed), data_version(session, other)) == (1, 1)
+
+
+def test_record_history_of_an_unknown_record(session, feed):
+    with pytest.raises(NotFound):
+        record_history(session, feed.id, "nope")
+
+
+def test_eta_slips_follow_every_version(session, feed, tmp_path):
+    etas = ["2024-01-05T10:00:00Z", "2024-01-06T10:00:00Z", "2024-01-06T22:00:00Z"]
+    for number, eta in enumerate(etas):
+        rows = [row(ref="SLIP", eta=eta), row(ref="STILL"), row(ref="LATE", eta="TBC" if number == 0 else eta)]
+        ingest_rows(session, feed, tmp_path, rows, name=f"v{number}.csv")
+
+    slips = eta_slips(session, [(feed.id, "SLIP"), (feed.id, "STILL"), (feed.id, "LATE"), (feed.id, "nope")])
+
+    assert set(slips) == {(feed.id, "SLIP"), (feed.id, "STILL"), (feed.id, "LATE")}
+    slip = slips[(feed.id, "SLIP")]
+    assert [(v, eta.isoformat()) for v, eta in slip.etas] == [
+        (1, "2024-01-05T10:00:00+00:00"),
+        (2, "2024-01-06T10:00:00+00:00"),
+        (3, "2024-01-06T22:00:00+00:00"),
+    ]
+    assert slip.slip_hours == 36.0
+    assert slips[(feed.id, "STILL")].slip_hours == 0.0
+    assert len(slips[(feed.id, "STILL")].etas) == 1
+    late = slips[(feed.id, "LATE")]
+    assert late.etas[0] == (1, None)
+    assert late.first_eta.isoformat() == "2024-01-06T10:00:00+00:00"  # the first ETA given
+    assert late.slip_hours == 12.0
+
+
+# ---------------------------------------------------------------- JSON Lines
+
+
+def test_jsonl_files_with_json_numbers_and_nulls(session, feed, tmp_path):
+    path = tmp_path / "feed.jsonl"
+    lines = [
+        {**GOOD, "ref": "A", "dwt": 82000, "quantity": 65000.5, "vessel_imo": 9074729},
+        {"ref": "B", "port_unlocode": "BRSSZ", "vessel_name": "Star", "dwt": None, "eta": None, "shipper": "N/A"},
+    ]
+    path.write_text(json.dumps(lines[0]) + "\n\n" + json.dumps(lines[1]) + "\n", encoding="utf-8")
+
+    report = ingest.ingest_file(session, feed, path)
+
+    assert (report.inserted, report.updated) == (2, 0)
+    a, b = stored(session, feed, "A"), stored(session, feed, "B")
+    assert (a["dwt"], a["quantity"], a["vessel_imo"]) == (82000, 65000.5, "9074729")
+    assert (b["dwt"], b["eta"], b["shipper"], b["port_name"]) == (None, None, None, "Santos")
+
+
+def test_jsonl_bad_rows_name_their_file_lines(session, feed, tmp_path):
+    path = tmp_path / "feed.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps(GOOD),
+                "",
+                json.dumps({**GOOD, "ref": "R2", "dwt": -3}),
+                json.dumps({**GOOD, "ref": "R3", "operation": "sail"}),
+            ]
+        ),
+        encoding="utf-8",
+    )
+    details = refused(session, feed, path)
+    assert [(d["line"], d["field"]) for d in details] == [(3, "dwt"), (4, "operation")]
+
+
+def test_jsonl_line_that_is_not_an_object(session, feed, tmp_path):
+    path = tmp_path / "feed.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n[1, 2]\n{not json\n", encoding="utf-8")
+    details = refused(session, feed, path)
+    assert [(d["line"], d["field"]) for d in details] == [(2, None), (3, None)]
+
+
+# ---------------------------------------------------------------- foreign formats: Santos
+
+
+@pytest.fixture
+def santos(session, tmp_path):
+    if not SANTOS_FILE.exists():
+        pytest.skip(f"{SANTOS_FILE} is not on this machine")
+    target = feeds.add_feed(session, "Santos Port Lineup", ["BRSSZ"])
+    report = ingest.ingest_file(session, target, SANTOS_FILE, Mapping.load(SANTOS_MAPPING))
+    return target, report
+
+
+def test_santos_file_ingests_with_its_mapping(session, santos):
+    target, report = santos
+    assert report.as_dict() == {"inserted": 311, "updated": 0, "unchanged": 0, "unresolved_commodities": 7}
+    rows = session.execute(select(Record).where(Record.feed_id == target.id)).scalars().all()
+    assert {r.port_unlocode for r in rows} == {"BRSSZ"}
+    assert {r.port_name for r in rows} == {"Santos"}
+    assert {r.operation for r in rows} == {"load", "disch", None}
+    assert sum(r.operation == "load" for r in rows) == 258
+    assert {r.quantity_unit for r in rows} == {"MT"}
+    assert all(r.vessel_imo is None and r.vessel_key.startswith("NAME:") for r in rows)
+
+
+def test_santos_keeps_accents_and_parses_both_date_forms(session, santos):
+    target, _ = santos
+    first = stored(session, target, "524652023")  # JAG SPARROW, the file's first row
+    assert first["ship_agent"] == "AGÊNCIA MARÍTIMA ORION"
+    assert first["vessel_name"] == "JAG SPARROW"
+    assert (first["eta"], first["operation"], first["quantity"]) == ("2023-12-04T04:42:00Z", "disch", 56262.0)
+    assert first["vessel_type"] == "Tanker"
+    day_only = stored(session, target, "518152023")  # arrival "28/12/2023"
+    assert day_only["eta"] == "2023-12-28T00:00:00Z"
+    agents = set(session.scalars(select(Record.ship_agent).where(Record.feed_id == target.id)))
+    assert "CONE SUL AGENCIA DE NAVEGAÇÃO S/C LTDA." in agents
+
+
+def test_santos_commodities_resolve(session, santos):
+    target, _ = santos
+    leaves = dict(
+        session.execute(
+            select(Record.commodity, Record.commodity_leaf).where(Record.feed_id == target.id).distinct()
+        ).all()
+    )
+    assert leaves["SOJA A GRANEL"] == "dry-bulk/grains/soybeans"
+    assert leaves["MILHO A GRANEL"] == "dry-bulk/grains/corn"
+    assert leaves["OLEO DIESEL"] == "liquid-bulk/refined-products/diesel-gasoil"
+    assert leaves["OUTROS"] is None
+    assert commodities.unresolved(session) == [{"raw": "OUTROS", "count": 7}]
+
+
+def test_santos_reingest_is_unchanged(session, santos):
+    target, _ = santos
+    again = ingest.ingest_file(session, target, SANTOS_FILE, Mapping.load(SANTOS_MAPPING))
+    assert (again.inserted, again.updated, again.unchanged) == (0, 0, 311)
+    assert data_version(session, target) == 1
