@@ -162,7 +162,9 @@ def ingest_command(ctx, feed_ident, path, mapping_path):
         target = feeds.find_feed(session, feed_ident)
         frame = ingest.read_feed_file(path, mapping)
         with _progress_bar(len(frame), "ingest") as bar:
-            clean = validate.validate_frame(frame, mapping.date_format if mapping else None, name=click.format_filename(path))
+            clean = validate.validate_frame(
+                frame, name=click.format_filename(path), **(mapping.parsing() if mapping else {})
+            )
             report = ingest.upsert(session, target, clean, bar.update)
     payload = report.as_dict()
     ctx.emit(

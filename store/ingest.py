@@ -141,9 +141,7 @@ def ingest_file(
     Raises ValidationError, whose details list every bad row, and writes nothing when
     any row is bad. Does not commit."""
     frame = read_feed_file(path, mapping)
-    clean = validate.validate_frame(
-        frame, date_format=mapping.date_format if mapping else None, name=Path(path).name
-    )
+    clean = validate.validate_frame(frame, name=Path(path).name, **(mapping.parsing() if mapping else {}))
     return upsert(session, feed, clean, progress)
 
 

@@ -8,6 +8,7 @@ delimiter = ";"                      # CSV delimiter (default ",")
 encoding = "utf-8"                   # file encoding (default utf-8, BOM allowed)
 date_format = ["%d/%m/%Y %H:%M:%S", "%d/%m/%Y"]  # strptime format(s) of eta/etb/etd,
                                      # tried in order (default ISO 8601)
+timezone = "America/Sao_Paulo"       # zone of times without an offset (default UTC)
 
 [columns]                            # our field = the file's column
 ref = "duv"
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pathlib import Path
 
 import pandas as pd
@@ -43,6 +45,7 @@ class Mapping:
     delimiter: str = ","
     encoding: str = "utf-8-sig"
     date_format: str | tuple[str, ...] | None = None
+    timezone: str | None = None
     columns: dict[str, str] = dataclasses.field(default_factory=dict)
     constants: dict[str, str] = dataclasses.field(default_factory=dict)
     values: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
@@ -54,7 +57,7 @@ class Mapping:
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ValidationError(f"Cannot read mapping {path}: {exc}") from exc
-        known = {"delimiter", "encoding", "date_format", "columns", "constants", "values"}
+        known = {"delimiter", "encoding", "date_format", "timezone", "columns", "constants", "values"}
         unknown = set(data) - known
         if unknown:
             raise ValidationError(f"Unknown mapping keys: {', '.join(sorted(unknown))}")
@@ -62,6 +65,7 @@ class Mapping:
             delimiter=data.get("delimiter", ","),
             encoding=data.get("encoding", "utf-8-sig"),
             date_format=_formats(data.get("date_format")),
+            timezone=data.get("timezone"),
             columns={k: str(v) for k, v in data.get("columns", {}).items()},
             constants={k: str(v) for k, v in data.get("constants", {}).items()},
             values={
@@ -69,12 +73,21 @@ class Mapping:
                 for field, table in data.get("values", {}).items()
             },
         )
+        if mapping.timezone is not None:
+            try:
+                ZoneInfo(mapping.timezone)
+            except (ZoneInfoNotFoundError, ValueError) as exc:
+                raise ValidationError(f"Mapping names an unknown timezone {mapping.timezone!r}") from exc
         for field in (*mapping.columns, *mapping.constants, *mapping.values):
             if field not in FEED_FILE_COLUMNS:
                 raise ValidationError(f"Mapping names {field!r}, which is not a feed field")
         if mapping.encoding.lower().replace("-", "") == "utf8":
             mapping = dataclasses.replace(mapping, encoding="utf-8-sig")
         return mapping
+
+    def parsing(self) -> dict:
+        """The keyword arguments of `validate.validate_frame` this mapping sets."""
+        return {"date_format": self.date_format, "timezone": self.timezone}
 
     def apply(self, frame: pd.DataFrame) -> pd.DataFrame:
         """The file's frame (all strings) turned into our columns, row order kept.

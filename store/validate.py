@@ -87,7 +87,7 @@ def _blank_to_na(column: pd.Series) -> pd.Series:
     return map_unique(column, _clean_text)
 
 
-def validate_frame(frame: pd.DataFrame, date_format=None, name: str = "file") -> pd.DataFrame:
+def validate_frame(frame: pd.DataFrame, date_format=None, name: str = "file", timezone: str | None = None) -> pd.DataFrame:
     """Typed, cleaned rows of a feed file (`date_format`: a strptime format or a list
     of them, tried in order; default ISO 8601). Raises ValidationError listing every bad
     row (line, field, reason); the `_line` column gives file lines."""
@@ -117,7 +117,10 @@ def validate_frame(frame: pd.DataFrame, date_format=None, name: str = "file") ->
     _check_port(out, problems)
     _check_vessel(out, problems)
     for column in (*DATE_FIELDS, "updated_at"):
-        out[column] = _parse_dates(out[column], column, problems, date_format if column in DATE_FIELDS else None)
+        feed_dates = column in DATE_FIELDS
+        out[column] = _parse_dates(
+            out[column], column, problems, date_format if feed_dates else None, timezone if feed_dates else None
+        )
     out["dwt"] = _parse_numbers(out["dwt"], "dwt", problems, integer=True)
     out["quantity"] = _parse_numbers(out["quantity"], "quantity", problems, integer=False)
     for column, choices in ENUMERATIONS.items():
@@ -183,14 +186,23 @@ def _check_vessel(out: pd.DataFrame, problems: _Problems) -> None:
     out["vessel_imo"] = imo.where(valid, None)
 
 
-def _parse_dates(column: pd.Series, field: str, problems: _Problems, date_format) -> pd.Series:
+def _parse_dates(column: pd.Series, field: str, problems: _Problems, date_format, timezone=None) -> pd.Series:
+    """Parse once per distinct value. Times without an offset are UTC (C1), or local
+    times of `timezone` when a feed's mapping names one."""
     present = column.notna()
     formats = [date_format] if isinstance(date_format, str) else list(date_format or ["ISO8601"])
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
     distinct = pd.Series(uniques, dtype=object)
-    parsed_uniques = pd.to_datetime(distinct, format=formats[0], errors="coerce", utc=True)
+
+    def parse(fmt: str) -> pd.Series:
+        if timezone is None:
+            return pd.to_datetime(distinct, format=fmt, errors="coerce", utc=True)
+        local = pd.to_datetime(distinct, format=fmt, errors="coerce")
+        return local.dt.tz_localize(timezone, ambiguous="NaT", nonexistent="shift_forward").dt.tz_convert("UTC")
+
+    parsed_uniques = parse(formats[0])
     for fmt in formats[1:]:
-        parsed_uniques = parsed_uniques.fillna(pd.to_datetime(distinct, format=fmt, errors="coerce", utc=True))
+        parsed_uniques = parsed_uniques.fillna(parse(fmt))
     parsed = pd.Series(
         pd.DatetimeIndex(parsed_uniques).take(codes, allow_fill=True, fill_value=pd.NaT), index=column.index
     ).astype("datetime64[ns, UTC]")

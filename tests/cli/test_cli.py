@@ -22,7 +22,7 @@ from cli.main import lineups
 from store import accounts
 from store.errors import Unauthorized
 
-SANTOS_FILE = Path("/work/shared/data/santos-lineup-2023-12.csv")
+SANTOS_FILE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "santos-lineup-2023-12.csv"
 SANTOS_MAPPING = Path(__file__).resolve().parents[2] / "docs" / "examples" / "santos-mapping.toml"
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 

@@ -21,7 +21,7 @@ from store.mapping import Mapping
 from store.schema import Feed, Record, RecordRevision
 from store.validate import content_json
 
-SANTOS_FILE = Path("/work/shared/data/santos-lineup-2023-12.csv")
+SANTOS_FILE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "santos-lineup-2023-12.csv"
 SANTOS_MAPPING = Path(__file__).resolve().parents[2] / "docs" / "examples" / "santos-mapping.toml"
 
 #: A row that passes every rule; tests change one field of it.
@@ -478,10 +478,11 @@ def test_santos_keeps_accents_and_parses_both_date_forms(session, santos):
     first = stored(session, target, "524652023")  # JAG SPARROW, the file's first row
     assert first["ship_agent"] == "AGÊNCIA MARÍTIMA ORION"
     assert first["vessel_name"] == "JAG SPARROW"
-    assert (first["eta"], first["operation"], first["quantity"]) == ("2023-12-04T04:42:00Z", "disch", 56262.0)
+    # 04/12/2023 04:42:00 in Santos (UTC-3, the mapping's timezone) is 07:42 UTC.
+    assert (first["eta"], first["operation"], first["quantity"]) == ("2023-12-04T07:42:00Z", "disch", 56262.0)
     assert first["vessel_type"] == "Tanker"
     day_only = stored(session, target, "518152023")  # arrival "28/12/2023"
-    assert day_only["eta"] == "2023-12-28T00:00:00Z"
+    assert day_only["eta"] == "2023-12-28T03:00:00Z"
     agents = set(session.scalars(select(Record.ship_agent).where(Record.feed_id == target.id)))
     assert "CONE SUL AGENCIA DE NAVEGAÇÃO S/C LTDA." in agents
 

@@ -15,7 +15,7 @@ from store.errors import ValidationError
 from store.normalize import lookup_key
 from store.taxonomy import Taxonomy, TaxonomyError, default_taxonomy
 
-SANTOS_LINEUP = Path("/work/shared/data/santos-lineup-2023-12.csv")
+SANTOS_LINEUP = Path(__file__).resolve().parents[2] / "docs" / "examples" / "santos-lineup-2023-12.csv"
 
 #: Every goods value of the real Santos lineup of December 2023, and its leaf.
 SANTOS_GOODS = {
