@@ -13,6 +13,7 @@ very next request, in every server process.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -113,7 +114,9 @@ class LineupService:
     def select(self, session: Session, buyer_id: str, query: LineupQuery) -> Selection:
         """The buyer's rows for `query`, filtered, `latest` applied and sorted (C3)."""
         feeds = self.feeds_for(session, buyer_id, query.source)
-        key = (tuple(sorted((f.id, f.data_version) for f in feeds)), query.canonical_key())
+        # JSON and CSV pages of one query share the sorted rows (C9: same rows).
+        rows_key = dataclasses.replace(query, format="json").key()
+        key = (tuple(sorted((f.id, f.data_version) for f in feeds)), rows_key)
         with self._lock:
             cached = self._selections.get(key)
             if cached is None:
