@@ -93,3 +93,22 @@ def cli_env(store_settings, monkeypatch):
     else:
         monkeypatch.delenv("LINEUPS_DB_SCHEMA", raising=False)
     return store_settings
+
+
+REDIS_URL = os.environ.get("LINEUPS_TEST_REDIS", "redis://127.0.0.1:6379/15")
+
+
+@pytest.fixture
+def redis_url():
+    """The URL of a real Redis (database 15), emptied of test keys afterwards."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        need_service("Redis", exc)
+    yield REDIS_URL
+    for key in client.scan_iter("test-*"):
+        client.delete(key)
+    client.close()
