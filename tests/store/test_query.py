@@ -1,0 +1,351 @@
+"""The /v1/lineups query: parameters (C5) and the pipeline filters → latest → order →
+pages (C3, C4)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+import pytest
+from merge_records import FEED_A, FEED_B, day, frame, record
+
+from store.errors import ValidationError
+from store.merge import merge
+from store.query import (
+    LineupQuery,
+    apply_filters,
+    apply_latest,
+    page,
+    parse_query,
+    position_of,
+    run,
+    select,
+    sort_rows,
+)
+
+TAXONOMY = {"thermal coal": "Thermal Coal", "coal": "Coal", "dry bulk": "Dry Bulk", "soybeans": "Soybeans"}
+
+
+def commodity_parser(value: str) -> tuple[str, ...]:
+    """A stand-in for the taxonomy's parse_filter."""
+    names = []
+    for item in value.split(","):
+        name = TAXONOMY.get(item.strip().lower())
+        if name is None:
+            raise ValidationError.parameter("commodity", f"{item!r} is not a commodity name")
+        names.append(name)
+    return tuple(names)
+
+
+def parse(**params):
+    return parse_query({k: [v] for k, v in params.items()}, commodity_parser)
+
+
+def refs(rows: pd.DataFrame) -> list[str]:
+    """Each row named by its first record's ref (tests give one record per row)."""
+    return sorted(rows["berth_terminal"])
+
+
+@pytest.fixture
+def merged() -> pd.DataFrame:
+    """Five single-record rows (berth_terminal names them) over two ports."""
+    rotterdam = dict(port_unlocode="NLRTM", port_name="Rotterdam", country_name="Netherlands")
+    antwerp = dict(port_unlocode="BEANR", port_name="Antwerp-Bruges", country_name="Belgium")
+    soy = dict(
+        commodity_key="raw:soybeans",
+        commodity="soja",
+        commodity_normalized=None,
+        commodity_normalized_subgroup=None,
+        commodity_normalized_group=None,
+    )
+    return merge(
+        frame(
+            record("r1", berth_terminal="coal-rtm", eta=day(0), etd=day(4), **rotterdam),
+            record("r2", berth_terminal="coal-anr", eta=day(10), vessel_key="IMO9321483", **antwerp),
+            record("r3", berth_terminal="soy-rtm", eta=day(20), vessel_key="IMO9321483", **rotterdam, **soy),
+            record("r4", berth_terminal="nodate", eta=None, vessel_key="IMO9999999", **rotterdam),
+            record("r5", source_id=FEED_B, berth_terminal="late-rtm", eta=day(40), **rotterdam),
+        )
+    )
+
+
+# Filters (C3) -------------------------------------------------------------------------
+
+
+def test_port_filter_is_exact_and_ignores_case(merged):
+    assert refs(apply_filters(merged, LineupQuery(port="BEANR"))) == ["coal-anr"]
+    assert refs(apply_filters(merged, LineupQuery(port="beanr"))) == ["coal-anr"]
+
+
+def test_country_filter_is_exact_and_ignores_case(merged):
+    assert refs(apply_filters(merged, LineupQuery(country="belgium"))) == ["coal-anr"]
+    assert refs(apply_filters(merged, LineupQuery(country="Belg"))) == []
+
+
+def test_port_name_filter_is_a_substring_ignoring_case(merged):
+    assert refs(apply_filters(merged, LineupQuery(port_name="BRUG"))) == ["coal-anr"]
+    assert len(apply_filters(merged, LineupQuery(port_name="otter"))) == 4
+
+
+@pytest.mark.parametrize("name", ["Thermal Coal", "coal", "DRY BULK"])
+def test_commodity_filter_matches_leaf_subgroup_or_group(merged, name):
+    rows = apply_filters(merged, LineupQuery(commodity=(name,)))
+    assert refs(rows) == ["coal-anr", "coal-rtm", "late-rtm", "nodate"]
+
+
+def test_commodity_filter_never_matches_unresolved_rows(merged):
+    assert refs(apply_filters(merged, LineupQuery(commodity=("Soybeans",)))) == []
+    assert len(apply_filters(merged, LineupQuery(commodity=("Soybeans", "Coal")))) == 4
+
+
+def test_date_filter_matches_rows_whose_span_overlaps_the_days(merged):
+    # coal-rtm spans day 0 06:00 to day 4 06:00.
+    start = dt.date(2024, 3, 1)
+    between = lambda a, b: refs(apply_filters(merged, LineupQuery(date_from=a, date_to=b)))  # noqa: E731
+    assert between(start + dt.timedelta(days=4), start + dt.timedelta(days=4)) == ["coal-rtm"]
+    assert between(start + dt.timedelta(days=5), start + dt.timedelta(days=9)) == []
+    assert between(None, start) == ["coal-rtm"]
+    assert between(start + dt.timedelta(days=40), None) == ["late-rtm"]
+
+
+def test_date_filter_to_is_inclusive_up_to_midnight():
+    rows = merge(
+        frame(
+            record("a", berth_terminal="last second", eta="2024-03-05T23:59:59Z"),
+            record("b", berth_terminal="next day", eta="2024-03-06T00:00:00Z", vessel_key="IMO9321483"),
+        )
+    )
+    assert refs(apply_filters(rows, LineupQuery(date_to=dt.date(2024, 3, 5)))) == ["last second"]
+    assert refs(apply_filters(rows, LineupQuery(date_from=dt.date(2024, 3, 6)))) == ["next day"]
+
+
+def test_rows_without_a_date_never_match_a_date_filter(merged):
+    rows = apply_filters(merged, LineupQuery(date_from=dt.date(2000, 1, 1), date_to=dt.date(2100, 1, 1)))
+    assert "nodate" not in refs(rows) and len(rows) == 4
+
+
+# latest (C3) --------------------------------------------------------------------------
+
+
+def test_latest_keeps_the_latest_row_per_vessel_and_port(merged):
+    assert refs(apply_latest(merged)) == ["coal-anr", "late-rtm", "nodate", "soy-rtm"]
+
+
+def test_latest_prefers_any_date_over_none():
+    rows = merge(
+        frame(record("a", berth_terminal="dated", eta=day(1)), record("b", berth_terminal="none", eta=None))
+    )
+    assert refs(apply_latest(rows)) == ["dated"]
+
+
+def test_latest_ties_go_to_the_latest_update_then_the_lowest_id():
+    same = dict(eta=day(1), updated_at=day(-1))
+    rows = merge(
+        frame(
+            record("a", berth_terminal="coal", **same),
+            record("b", berth_terminal="soy", commodity_key="raw:soy", **same),
+            record("c", berth_terminal="ore", commodity_key="raw:ore", eta=day(1), updated_at=day(-3)),
+        )
+    )
+    kept = apply_latest(rows)
+    assert len(kept) == 1
+    assert kept["id"].iloc[0] == min(rows.loc[rows["berth_terminal"] != "ore", "id"])
+
+
+# Order and pages (C3, C4) -------------------------------------------------------------
+
+
+def test_rows_are_ordered_by_combined_date_then_id_with_dateless_rows_last():
+    rows = merge(
+        frame(
+            *(record(f"n{i}", eta=None, vessel_key=f"IMO900000{i}") for i in range(3)),
+            *(record(f"d{i}", eta=day(2), vessel_key=f"IMO910000{i}") for i in range(3)),
+            record("early", eta=day(1)),
+        )
+    )
+    ordered = sort_rows(rows)
+    assert ordered["combined_date"].iloc[0] == pd.Timestamp(day(1))
+    tied, dateless = ordered.iloc[1:4], ordered.iloc[4:]
+    assert list(tied["id"]) == sorted(tied["id"]) and tied["combined_date"].notna().all()
+    assert list(dateless["id"]) == sorted(dateless["id"]) and dateless["combined_date"].isna().all()
+    assert list(ordered.index) == list(range(7))
+
+
+@pytest.fixture
+def many() -> pd.DataFrame:
+    """37 rows: some share a date, some have none."""
+    records = [
+        record(f"r{i}", vessel_key=f"IMO9{i:06d}", eta=None if i % 7 == 0 else day(i % 5, hour=i % 3))
+        for i in range(37)
+    ]
+    return merge(frame(*records))
+
+
+@pytest.mark.parametrize("limits", [[1], [5], [36], [37], [500], [3, 10, 1, 7, 100]])
+def test_walking_all_pages_returns_every_row_once_in_order(many, limits):
+    ordered = select(many, LineupQuery())
+    seen, after, step = [], None, 0
+    while True:
+        chunk, after = page(ordered, after, limits[step % len(limits)])
+        seen += list(chunk["id"])
+        step += 1
+        if after is None:
+            break
+    assert seen == list(ordered["id"])
+    assert sorted(seen) == sorted(many["id"])
+
+
+def test_a_position_stays_valid_when_rows_change(many):
+    ordered = select(many, LineupQuery())
+    first, after = page(ordered, None, 10)
+    shrunk = select(many[~many["id"].isin(first["id"].iloc[-3:])], LineupQuery())
+    rest, _ = page(shrunk, after, 500)
+    assert list(rest["id"]) == list(ordered["id"].iloc[10:])
+
+
+def test_positions_are_json_values(many):
+    ordered = select(many, LineupQuery())
+    _, after = page(ordered, None, 3)
+    assert after == position_of(ordered.iloc[2])
+    assert isinstance(after[0], int) and isinstance(after[1], str)
+    dateless = position_of(ordered.iloc[-1])
+    assert dateless[0] is None
+
+
+def test_last_page_has_no_next_position(many):
+    assert page(select(many, LineupQuery()), None, 37)[1] is None
+    chunk, after = page(select(many, LineupQuery()), [None, "~"], 5)  # after every row
+    assert chunk.empty and after is None
+
+
+@pytest.mark.parametrize("bad", [["x"], [1, 2], "abc", [True, "id"], [1.5, "id"]])
+def test_a_malformed_position_is_refused(many, bad):
+    with pytest.raises(ValidationError) as error:
+        page(select(many, LineupQuery()), bad, 5)
+    assert error.value.details["parameter"] == "cursor"
+
+
+def test_run_filters_then_latest_then_sorts_then_pages(merged):
+    query = LineupQuery(port="NLRTM", latest=True)
+    chunk, after = run(merged, query, None, 2)
+    assert list(chunk["berth_terminal"]) == ["soy-rtm", "late-rtm"] and after is not None
+    chunk, after = run(merged, query, after, 2)
+    assert list(chunk["berth_terminal"]) == ["nodate"] and after is None
+
+
+# Parameters (C5) ----------------------------------------------------------------------
+
+
+def test_defaults():
+    query, limit, cursor = parse_query({}, commodity_parser)
+    assert query == LineupQuery() and limit == 100 and cursor is None
+
+
+def test_every_parameter_is_read():
+    query, limit, cursor = parse(
+        source=FEED_A.upper(),
+        port="nlrtm",
+        country="Netherlands",
+        port_name="rotter",
+        **{"from": "2024-03-01", "to": "2024-03-31"},
+        latest="TRUE",
+        commodity="coal, dry bulk",
+        merge="by_source",
+        limit="500",
+        cursor="abc.def",
+        format="csv",
+    )
+    assert query == LineupQuery(
+        source=FEED_A,
+        port="NLRTM",
+        country="Netherlands",
+        port_name="rotter",
+        date_from=dt.date(2024, 3, 1),
+        date_to=dt.date(2024, 3, 31),
+        latest=True,
+        commodity=("Coal", "Dry Bulk"),
+        merge="by_source",
+        format="csv",
+    )
+    assert (limit, cursor) == (500, "abc.def")
+
+
+@pytest.mark.parametrize(
+    ("params", "parameter"),
+    [
+        ({"sort": "eta"}, "sort"),
+        ({"source": "feed-a"}, "source"),
+        ({"source": "ALL"}, "source"),
+        ({"port": "NLRT"}, "port"),
+        ({"port": "NL-RTM"}, "port"),
+        ({"port": "1LRTM"}, "port"),
+        ({"country": "  "}, "country"),
+        ({"from": "2024-3-1"}, "from"),
+        ({"from": "2024-02-30"}, "from"),
+        ({"to": "01/03/2024"}, "to"),
+        ({"from": "2024-03-02", "to": "2024-03-01"}, "from"),
+        ({"latest": "yes"}, "latest"),
+        ({"latest": "1"}, "latest"),
+        ({"merge": "none"}, "merge"),
+        ({"format": "xml"}, "format"),
+        ({"limit": "0"}, "limit"),
+        ({"limit": "501"}, "limit"),
+        ({"limit": "-1"}, "limit"),
+        ({"limit": "10.0"}, "limit"),
+        ({"limit": "ten"}, "limit"),
+        ({"limit": ""}, "limit"),
+        ({"commodity": "unobtainium"}, "commodity"),
+    ],
+)
+def test_bad_parameters_are_refused_naming_the_parameter(params, parameter):
+    with pytest.raises(ValidationError) as error:
+        parse(**params)
+    assert error.value.status == 400
+    assert error.value.details["parameter"] == parameter
+    assert error.value.details["reason"]
+
+
+def test_a_repeated_parameter_is_refused():
+    with pytest.raises(ValidationError) as error:
+        parse_query({"port": ["NLRTM", "BEANR"]}, commodity_parser)
+    assert error.value.details["parameter"] == "port"
+
+
+def test_the_limit_is_never_clamped():
+    assert parse(limit="1")[1] == 1 and parse(limit="500")[1] == 500
+    with pytest.raises(ValidationError):
+        parse(limit="1000")
+
+
+def test_from_equal_to_to_is_one_day():
+    query = parse(**{"from": "2024-03-01", "to": "2024-03-01"})[0]
+    assert query.date_from == query.date_to == dt.date(2024, 3, 1)
+
+
+def test_byte_values_are_read_as_utf8():
+    query = parse_query({"port_name": ["São".encode()]}, commodity_parser)[0]
+    assert query.port_name == "São"
+
+
+# canonical form -----------------------------------------------------------------------
+
+
+def test_equal_queries_have_one_canonical_form():
+    first = parse(port="nlrtm", commodity="dry bulk,coal")[0]
+    second = parse(port="NLRTM", commodity="coal,dry bulk,coal")[0]
+    assert first == second and first.key() == second.key()
+    assert first.canonical()["commodity"] == ["Coal", "Dry Bulk"]
+    assert first.canonical()["source"] == "all"
+
+
+def test_other_filters_mode_or_format_change_the_canonical_form():
+    base = LineupQuery()
+    for other in (LineupQuery(merge="by_source"), LineupQuery(format="csv"), LineupQuery(latest=True)):
+        assert other.key() != base.key()
+
+
+def test_to_params_reads_back_to_the_same_query():
+    query = parse(source=FEED_B, port="BEANR", latest="true", commodity="coal", **{"from": "2024-01-02"})[0]
+    again = parse_query({k: [v] for k, v in query.to_params().items()}, commodity_parser)[0]
+    assert again == query
+    assert LineupQuery().to_params() == {}
