@@ -49,12 +49,12 @@ def frozen_params(args: Mapping[str, list[str]]) -> dict[str, str]:
     for name in NOT_FROZEN:
         if name in args:
             raise ValidationError.parameter(name, "a share link serves the whole result; it takes no cursor or limit")
-    parse_query(args, default_taxonomy().parse_filter)
-    params = {name: values[0] for name, values in sorted(args.items())}
-    if params.get("format", "csv").lower() != "csv":
+    query, _, _ = parse_query(args, default_taxonomy().parse_filter)
+    if "format" in args and query.format != "csv":
         raise ValidationError.parameter("format", "a share link always serves CSV")
+    params = query.to_params()
     params.pop("format", None)
-    return params
+    return dict(sorted(params.items()))
 
 
 def parse_query_string(text: str) -> dict[str, list[str]]:
