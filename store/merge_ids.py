@@ -10,7 +10,9 @@ ids. A part that is absent counts as a distinct "null".
 How: every distinct string is hashed once with BLAKE2b-128 (personalised, UTF-8, with
 a marker byte that keeps "null" apart from any string); the per-row parts are then
 folded together lane by lane (two 64-bit lanes) with the splitmix64 finalizer, a
-bijection, in numpy; 120 of the 128 bits are written as 20 characters of base64url.
+bijection, in numpy; 120 of the 128 bits are written as 24 characters of lowercase
+base32 (a–z, 2–7): URL-safe, and never starting with a character that C9 would
+neutralise in CSV (`-`, `=`, `+`, `@`).
 Only integer arithmetic modulo 2**64 on little-endian bytes is involved, so the same
 parts give the same id in every process, on every machine, in every run; Python's
 salted `hash()` is never used. Any change of a part gives another id (a collision
@@ -27,8 +29,8 @@ import numpy as np
 
 _PERSON = b"lineups-row-id"
 _LANE_SALTS = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xD1B54A32D192ED03))
-_ID_BYTES = 15  # 120 bits: 20 base64 characters, no padding
-ID_LENGTH = 20
+_ID_BYTES = 15  # 120 bits: 24 base32 characters, no padding
+ID_LENGTH = 24
 _TEXT = hashlib.blake2b(b"\x01", digest_size=16, person=_PERSON)
 _NULL = hashlib.blake2b(b"\x00", digest_size=16, person=_PERSON).digest()
 
@@ -81,6 +83,6 @@ def _mix(x: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
 def _encode(lanes: np.ndarray) -> np.ndarray:
     n = len(lanes)
     raw = np.ascontiguousarray(lanes, dtype="<u8").view(np.uint8).reshape(n, 16)
-    text = np.frombuffer(base64.urlsafe_b64encode(raw[:, :_ID_BYTES].tobytes()), dtype=np.uint8)
-    # ASCII widened to UCS-4 is numpy's unicode layout: one 20-character string per id.
+    text = np.frombuffer(base64.b32encode(raw[:, :_ID_BYTES].tobytes()).lower(), dtype=np.uint8)
+    # ASCII widened to UCS-4 is numpy's unicode layout: one 24-character string per id.
     return text.astype("<u4").view(f"<U{ID_LENGTH}").astype(object)

@@ -54,7 +54,7 @@ def shape(frame: pd.DataFrame) -> pd.DataFrame:
             leaves[leaf_id] = taxonomy.leaf(leaf_id)
         except KeyError:  # a leaf that a newer taxonomy dropped: treat as unresolved
             leaves[leaf_id] = None
-    leaf = frame["commodity_leaf"].map(leaves)
+    leaf = frame["commodity_leaf"].map(lambda leaf_id: leaves.get(leaf_id))  # None: unresolved
     frame["commodity_normalized"] = leaf.map(lambda l: l.name if l else None)
     frame["commodity_normalized_subgroup"] = leaf.map(lambda l: l.subgroup if l else None)
     frame["commodity_normalized_group"] = leaf.map(lambda l: l.group if l else None)

@@ -1,0 +1,126 @@
+"""The API's application factory and route table (seed section 4, contract C5).
+
+`make_app` composes the Tornado application from its dependencies (settings, the
+sessionmaker, the lineup service, a rate limiter, an executor for blocking work) and
+hands them to every handler through `initialize()`. Routes:
+
+    GET /v1/lineups                     lineup records, JSON or CSV (C3, C4, C9)
+    GET /v1/lineups/{id}/provenance     how one merged row was made (C2)
+    GET /v1/sources                     the buyer's feeds (C7)
+    GET /v1/schema/{sourceId}           a feed's fields and coverage (C7)
+    GET /v1/openapi.json                this API described (no key needed)
+    GET /healthz                        the store answers (no key, not counted)
+    anything else                       404 NOT_FOUND; other methods 405
+
+Hooks: share links (`/v1/share/{token}`, C8) and the explorer are added by the server
+entry point (`cli/serve.py`) through `extra_routes(deps) -> routes`, ahead of the
+catch-all; a share handler derives from `api.base.BaseHandler` (with `requires_key =
+False`, its own token check, and `stream_csv` for the body).
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any, Callable, Sequence
+
+from sqlalchemy.orm import Session, sessionmaker
+from tornado.web import Application, RequestHandler
+
+from api.base import BaseHandler, Dependencies, KeyTouches, NotFoundHandler, redact
+from api.cursors import CursorCodec
+from api.handlers import (
+    HealthHandler,
+    LineupsHandler,
+    OpenApiHandler,
+    ProvenanceHandler,
+    SchemaHandler,
+    SourcesHandler,
+)
+from api.ratelimit import Limiter, MemoryLimiter
+from api.rowcache import RowCache
+from store.lineups import LineupService
+from store.settings import Settings
+
+access_log = logging.getLogger("lineups.access")
+#: Worker threads for store and merge work per server process.
+DEFAULT_WORKERS = 8
+
+
+def api_routes(deps: Dependencies) -> list[tuple[str, type[RequestHandler], dict[str, Any]]]:
+    """The /v1 routes and /healthz, each handler given `deps`."""
+    args = {"deps": deps}
+    return [
+        (r"/v1/lineups", LineupsHandler, args),
+        (r"/v1/lineups/([^/]+)/provenance", ProvenanceHandler, args),
+        (r"/v1/sources", SourcesHandler, args),
+        (r"/v1/schema/([^/]+)", SchemaHandler, args),
+        (r"/v1/openapi\.json", OpenApiHandler, args),
+        # /v1/share/([^/]+): the share-link handler (C8) joins through extra_routes.
+        (r"/healthz", HealthHandler, args),
+    ]
+
+
+def log_request(handler: RequestHandler) -> None:
+    """The access log: method, path (share tokens redacted), status, time, request id.
+    Never headers or query strings, so no API key or token reaches a log (C8)."""
+    status = handler.get_status()
+    level = logging.INFO if status < 400 else logging.WARNING if status < 500 else logging.ERROR
+    access_log.log(
+        level,
+        "%s %s %d %.1fms %s",
+        handler.request.method,
+        redact(handler.request.path),
+        status,
+        1000.0 * handler.request.request_time(),
+        getattr(handler, "request_id", "-"),
+    )
+
+
+def make_dependencies(
+    settings: Settings,
+    sessions: sessionmaker[Session],
+    service: LineupService,
+    limiter: Limiter | None = None,
+    executor: Executor | None = None,
+) -> Dependencies:
+    """The handlers' dependencies with the C5 defaults for what is not given."""
+    return Dependencies(
+        settings=settings,
+        sessions=sessions,
+        service=service,
+        limiter=limiter or MemoryLimiter(),
+        executor=executor or ThreadPoolExecutor(DEFAULT_WORKERS, thread_name_prefix="lineups-api"),
+        cursors=CursorCodec(settings.signing_secrets()),
+        touches=KeyTouches(),
+        rows=RowCache(),
+    )
+
+
+def make_app(
+    settings: Settings,
+    sessions: sessionmaker[Session],
+    service: LineupService,
+    *,
+    limiter: Limiter | None = None,
+    executor: Executor | None = None,
+    extra_routes: Callable[[Dependencies], Sequence[tuple]] | None = None,
+    **app_settings: Any,
+) -> Application:
+    """The API application. `extra_routes(deps)` gives more routes (share links, the
+    explorer), matched after the API's and before the catch-all 404, whose handlers
+    can take the same dependencies; `app_settings` go to Tornado."""
+    deps = make_dependencies(settings, sessions, service, limiter, executor)
+    app = Application(
+        [*api_routes(deps), *(extra_routes(deps) if extra_routes else ())],
+        default_handler_class=NotFoundHandler,
+        default_handler_args={"deps": deps},
+        log_function=log_request,
+        serve_traceback=False,
+        **app_settings,
+    )
+    app.settings["lineups_deps"] = deps
+    return app
+
+
+__all__ = ["make_app", "make_dependencies", "api_routes", "log_request", "BaseHandler", "Dependencies"]

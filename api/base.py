@@ -1,0 +1,300 @@
+"""The handler every API endpoint derives from (contract C5).
+
+`BaseHandler` owns what all endpoints share, so that the endpoints themselves only
+parse, call the store and render:
+
+- a request id on every response (`X-Request-Id`, generated here; a client's is
+  ignored), named in the message of 500 errors and in the server log;
+- `prepare()`: the `X-API-Key` check (in a worker thread), the rate limit, the
+  method check (GET and HEAD only);
+- `write_error()`: every failure becomes the seed's error body through
+  `LineupsError.body()`, never a stack trace; unexpected exceptions are 500
+  INTERNAL_ERROR and are logged with their traceback and the request id;
+- `run()`: blocking store and merge work on the executor, with one session per
+  request, closed when the request is done.
+
+Dependencies arrive through `initialize()` from the route table, never as globals.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import threading
+import time
+import uuid
+from concurrent.futures import Executor
+from typing import Any, Callable
+
+import pandas as pd
+from sqlalchemy.orm import Session, sessionmaker
+from tornado.ioloop import IOLoop
+from tornado.web import HTTPError, RequestHandler
+
+from api import render
+from api.cursors import CursorCodec
+from api.ratelimit import Hit, Limiter
+from api.rowcache import RowCache
+from store import accounts
+from store.errors import (
+    Forbidden,
+    InternalError,
+    LineupsError,
+    MethodNotAllowed,
+    NotFound,
+    RateLimited,
+    Unauthorized,
+    ValidationError,
+)
+from store.lineups import LineupService
+from store.settings import Settings
+
+log = logging.getLogger("lineups.api")
+ALLOWED_METHODS = ("GET", "HEAD")
+#: `last_used_at` of a key is written at most this often (seconds) per process.
+TOUCH_INTERVAL = 60.0
+_SHARE_PATH = re.compile(r"^/v1/share/[^/?#]+")
+
+
+@dataclasses.dataclass(frozen=True)
+class Dependencies:
+    """What the handlers need; built once by `api.app.make_app`."""
+
+    settings: Settings
+    sessions: sessionmaker[Session]
+    service: LineupService
+    limiter: Limiter
+    executor: Executor
+    cursors: CursorCodec
+    touches: "KeyTouches"
+    rows: RowCache
+
+
+class KeyTouches:
+    """Throttles the `last_used_at` writes of API keys, so that a busy key does not
+    turn every read into a write."""
+
+    def __init__(self, interval: float = TOUCH_INTERVAL):
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
+
+    def due(self, key_hash: str) -> bool:
+        """True (and noted) when the key was not touched within the interval."""
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last.get(key_hash, -self.interval) < self.interval:
+                return False
+            self._last[key_hash] = now
+            return True
+
+
+class RequestSession:
+    """One session per request: opened on first use in a worker thread, used by one
+    thread at a time, closed after the request."""
+
+    def __init__(self, factory: sessionmaker[Session]):
+        self._factory = factory
+        self._session: Session | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def opened(self) -> bool:
+        return self._session is not None
+
+    def run(self, work: Callable[..., Any], *args: Any) -> Any:
+        with self._lock:
+            if self._session is None:
+                self._session = self._factory()
+            try:
+                return work(self._session, *args)
+            except BaseException:
+                self._session.rollback()
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                self._session.close()
+                self._session = None
+
+
+def redact(path: str) -> str:
+    """A request path fit for logs: share-link tokens are secrets (C8)."""
+    return _SHARE_PATH.sub("/v1/share/<token>", path)
+
+
+class BaseHandler(RequestHandler):
+    """Base of every API handler; see the module docstring."""
+
+    #: The endpoint needs a valid `X-API-Key` (C5).
+    requires_key = True
+    #: Requests count against the rate limit (C5).
+    rate_limited = True
+
+    def initialize(self, deps: Dependencies) -> None:
+        self.deps = deps
+        self.buyer_id: str | None = None
+        self.rate_hit: Hit | None = None
+        self.db = RequestSession(deps.sessions)
+
+    # ------------------------------------------------------------ headers
+    def set_default_headers(self) -> None:
+        # Runs again on every clear(), so error responses keep these headers.
+        if not hasattr(self, "request_id"):
+            self.request_id = uuid.uuid4().hex
+        self.set_header("X-Request-Id", self.request_id)
+        hit: Hit | None = getattr(self, "rate_hit", None)
+        if hit is not None:
+            self.set_header("X-RateLimit-Limit", str(self.deps.limiter.limit))
+            self.set_header("X-RateLimit-Remaining", str(hit.remaining))
+
+    # ------------------------------------------------------------ prepare
+    async def prepare(self) -> None:
+        """Authenticate and count the request (one trip to a worker thread: the store
+        and, with Redis, the limiter block), check the method; raise what fails."""
+        failure: LineupsError | None = None
+        if self.requires_key or self.rate_limited:
+            key = self.request.headers.get("X-API-Key")
+            self.buyer_id, failure, self.rate_hit = await self.run(self._admit, key, self.request.remote_ip)
+        if self.rate_hit is not None:
+            self.set_default_headers()
+            if not self.rate_hit.allowed:
+                seconds = self.rate_hit.retry_after
+                raise RateLimited(
+                    f"Rate limit of {self.deps.limiter.limit} requests per "
+                    f"{self.deps.limiter.window:g} s exceeded; retry in {seconds} s",
+                    retry_after=seconds,
+                )
+        self.check_method()
+        if failure is not None and self.requires_key:
+            raise failure
+
+    def _admit(self, session: Session, key: str | None, address: str) -> tuple[str | None, LineupsError | None, Hit | None]:
+        """The buyer of `key` (or why not) and the rate limiter's verdict. A known key,
+        even a suspended buyer's, is counted as itself; anything else per client
+        address, so that keys cannot be guessed at speed (C5)."""
+        buyer_id, failure = None, None
+        key_hash = accounts.hash_key(key) if key and accounts.KEY_PATTERN.match(key) else None
+        if key:
+            try:
+                buyer_id = accounts.authenticate(session, key, touch=False).id
+                if self.deps.touches.due(key_hash):  # only known keys reach this line
+                    accounts.authenticate(session, key, touch=True)
+                    session.commit()
+            except (Unauthorized, Forbidden) as exc:
+                failure = exc
+        else:
+            failure = Unauthorized("Missing API key: send it in the X-API-Key header")
+        if not self.rate_limited:
+            return buyer_id, failure, None
+        known = key_hash is not None and not isinstance(failure, Unauthorized)
+        return buyer_id, failure, self.deps.limiter.hit(f"key:{key_hash}" if known else f"addr:{address}")
+
+    def check_method(self) -> None:
+        """C5: only GET and HEAD; anything else is 405 with code NOT_FOUND."""
+        if self.request.method not in ALLOWED_METHODS:
+            raise MethodNotAllowed(f"Method {self.request.method} is not allowed; use GET or HEAD")
+
+    # ------------------------------------------------------------ work
+    async def run(self, work: Callable[..., Any], *args: Any) -> Any:
+        """`work(session, *args)` on the executor with this request's session."""
+        return await IOLoop.current().run_in_executor(self.deps.executor, self.db.run, work, *args)
+
+    def on_finish(self) -> None:
+        if self.db.opened:
+            self.deps.executor.submit(self.db.close)
+
+    def query_args(self) -> dict[str, list[str]]:
+        """The query string as text (UTF-8); a value that is not UTF-8 is 400."""
+        args: dict[str, list[str]] = {}
+        for raw_name, values in self.request.query_arguments.items():
+            try:
+                name = raw_name.encode("latin-1").decode("utf-8")
+                args[name] = [v.decode("utf-8") for v in values]
+            except UnicodeError:
+                raise ValidationError.parameter(raw_name, "not valid UTF-8") from None
+        return args
+
+    def only_params(self, args: dict[str, list[str]], allowed: tuple[str, ...]) -> None:
+        """C5: a parameter the endpoint does not take is 400."""
+        for name in args:
+            if name not in allowed:
+                raise ValidationError.parameter(name, "unknown parameter")
+
+    def send_json(self, body: bytes | dict[str, Any]) -> None:
+        if isinstance(body, dict):
+            body = render.dumps(body)
+        self.set_header("Content-Type", render.JSON_TYPE)
+        self.finish(body)
+
+    async def stream_csv(self, rows: pd.DataFrame) -> None:
+        """Write a whole result as CSV (C9), a chunk at a time: each chunk is made on
+        the executor and flushed before the next, so memory does not grow with the
+        result and a slow client slows only itself (share links, C8)."""
+        self.set_header("Content-Type", render.CSV_TYPE)
+        chunks = render.csv_chunks(rows)
+        loop = IOLoop.current()
+        while (chunk := await loop.run_in_executor(self.deps.executor, next, chunks, None)) is not None:
+            self.write(chunk)
+            await self.flush()
+        self.finish()
+
+    def compute_etag(self) -> None:
+        """No ETag: bodies depend on the key, and hashing each one costs time."""
+        return None
+
+    async def head(self, *args: str) -> None:
+        await self.get(*args)
+
+    # ------------------------------------------------------------ errors
+    def error_for(self, status_code: int, exc: BaseException | None) -> LineupsError:
+        """The contract's error for what went wrong (one type per code)."""
+        if isinstance(exc, LineupsError) and exc.status < 500:
+            return exc
+        if isinstance(exc, HTTPError) or exc is None:
+            status = exc.status_code if isinstance(exc, HTTPError) else status_code
+            if status == 404:
+                return NotFound(f"No such resource: {redact(self.request.path)}")
+            if status == 405:
+                return MethodNotAllowed(f"Method {self.request.method} is not allowed; use GET or HEAD")
+            if 400 <= status < 500:
+                return ValidationError(f"Bad request ({status})")
+        return InternalError(f"Internal server error; request id {self.request_id}")
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Write the seed's error body (section 7) for the failure; nothing else."""
+        exc_info = kwargs.get("exc_info")
+        error = self.error_for(status_code, exc_info[1] if exc_info else None)
+        self.set_status(error.status)
+        if isinstance(error, RateLimited):
+            self.set_header("Retry-After", str(error.retry_after))
+        if isinstance(error, MethodNotAllowed):
+            self.set_header("Allow", ", ".join(ALLOWED_METHODS))
+        self.set_header("Content-Type", render.JSON_TYPE)
+        self.set_header("Cache-Control", "no-store")
+        self.finish(render.dumps(error.body()))
+
+    def log_exception(self, typ, value, tb) -> None:
+        """Log failures without headers or query strings (keys and tokens stay out)."""
+        where = f"{self.request.method} {redact(self.request.path)}"
+        if isinstance(value, LineupsError) and value.status < 500:
+            log.debug("%s: %s %s (request id %s)", where, value.code, value.message, self.request_id)
+        elif isinstance(value, HTTPError):
+            log.warning("%s: HTTP %d (request id %s)", where, value.status_code, self.request_id)
+        else:
+            log.error("Unexpected error in %s (request id %s)", where, self.request_id, exc_info=(typ, value, tb))
+
+
+class NotFoundHandler(BaseHandler):
+    """Unknown paths: 404 NOT_FOUND for every method (C5). Still counted, so that a
+    valid key sees its rate-limit headers."""
+
+    requires_key = False
+
+    def check_method(self) -> None:
+        raise NotFound(f"No such resource: {redact(self.request.path)}")
+
+    async def get(self, *args: str) -> None:  # pragma: no cover - prepare raises
+        raise NotFound(f"No such resource: {redact(self.request.path)}")

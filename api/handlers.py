@@ -1,0 +1,143 @@
+"""The API's endpoints (seed section 4): parse, call the store, render.
+
+Validation lives in `store.query.parse_query` (C5), the pipeline in
+`store.lineups.LineupService` (C2, C3), rendering in `api.render` (C1, C9), cursors in
+`api.cursors` (C4); auth, limits and errors in `api.base.BaseHandler`. Blocking work
+runs through `BaseHandler.run` on the executor.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+from urllib.parse import urlencode
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from api import render
+from api.base import BaseHandler
+from api.cursors import binding
+from api.openapi import openapi_json
+from store import accounts, coverage, query as pipeline
+from store.errors import ValidationError
+from store.feeds import feed_dict, is_uuid
+from store.taxonomy import default_taxonomy
+
+#: C7: the fields of a source record, in this order.
+SOURCE_FIELDS = (
+    "id", "name", "port_name", "port_unlocode", "ports", "frequency", "feed_type",
+    "coverage_rating", "commodity_rating", "commercial_rating",
+)
+PROVENANCE_PARAMS = ("merge", "source")
+
+
+def parse(args: dict[str, list[str]]):
+    """`(query, limit, cursor)` of /v1/lineups arguments (C5); raises ValidationError."""
+    return pipeline.parse_query(args, default_taxonomy().parse_filter)
+
+
+class LineupPage:
+    """One page of /v1/lineups for a buyer, rendered (runs on the executor)."""
+
+    def __init__(self, handler: "LineupsHandler", args: dict[str, list[str]]):
+        self.deps = handler.deps
+        self.buyer_id = handler.buyer_id
+        self.args = args
+        self.query, self.limit, self.cursor = parse(args)
+        self.format = self.query.format
+        self.bound_to = binding(self.query.key(), self.format)
+        self.after = self.deps.cursors.decode(self.cursor, self.bound_to) if self.cursor else None
+
+    def __call__(self, session: Session) -> tuple[bytes, str | None]:
+        selection = self.deps.service.select(session, self.buyer_id, self.query)
+        rows, position = pipeline.page(selection.rows, self.after, self.limit)
+        cursor = None if position is None else self.deps.cursors.encode(position, self.bound_to)
+        encoded = self.deps.rows.page(selection.rows, rows, self.format)
+        if self.format == "csv":
+            return render.csv_body(encoded), cursor
+        return render.json_body(encoded, cursor), cursor
+
+    def next_url(self, base_url: str, cursor: str) -> str:
+        """The URL of the next page: these arguments with the new cursor."""
+        args = [(k, v) for k, values in self.args.items() if k != "cursor" for v in values]
+        return f"{base_url}/v1/lineups?{urlencode([*args, ('cursor', cursor)])}"
+
+
+class LineupsHandler(BaseHandler):
+    """GET /v1/lineups: the buyer's lineup records, JSON or CSV, a page at a time."""
+
+    async def get(self) -> None:
+        page = LineupPage(self, self.query_args())
+        body, cursor = await self.run(page)
+        if page.format != "csv":
+            return self.send_json(body)
+        self.set_header("Content-Type", render.CSV_TYPE)
+        if cursor is not None:
+            self.set_header("X-Next-Cursor", cursor)
+            self.set_header("Link", f'<{page.next_url(self.deps.settings.base_url, cursor)}>; rel="next"')
+        self.finish(body)
+
+
+class ProvenanceHandler(BaseHandler):
+    """GET /v1/lineups/{id}/provenance: the records a merged row came from and which
+    record gave each value (C2). Takes `merge` and `source` like /v1/lineups; an id
+    that is not in the buyer's view is 404."""
+
+    async def get(self, row_id: str) -> None:
+        args = self.query_args()
+        self.only_params(args, PROVENANCE_PARAMS)
+        query = parse(args)[0]
+        self.send_json(await self.run(self.deps.service.explain, self.buyer_id, row_id, query))
+
+
+class SourcesHandler(BaseHandler):
+    """GET /v1/sources: the feeds with an active or trial subscription, by name (C7)."""
+
+    async def get(self) -> None:
+        self.only_params(self.query_args(), ())
+        self.send_json({"sources": await self.run(sources, self.buyer_id)})
+
+
+def sources(session: Session, buyer_id: str) -> list[dict[str, Any]]:
+    """The C7 source records of the buyer's entitled feeds, ordered by name."""
+    out = []
+    for entitlement in accounts.entitlements(session, buyer_id):
+        described = feed_dict(entitlement.feed)
+        out.append({**{k: described[k] for k in SOURCE_FIELDS}, "subscription_status": entitlement.status})
+    return out
+
+
+class SchemaHandler(BaseHandler):
+    """GET /v1/schema/{sourceId}: a feed's fields, types and coverage (C7). The same
+    rules as `source`: not a UUID 400, no such feed 404, not subscribed 403 (C5)."""
+
+    async def get(self, source_id: str) -> None:
+        self.only_params(self.query_args(), ())
+        if not is_uuid(source_id) or str(uuid.UUID(source_id)) != source_id.lower():
+            raise ValidationError.parameter("sourceId", "must be a feed UUID")
+        self.send_json(await self.run(self.feed_schema, source_id.lower()))
+
+    def feed_schema(self, session: Session, source_id: str) -> dict[str, Any]:
+        (feed,) = self.deps.service.feeds_for(session, self.buyer_id, source_id)
+        return coverage.feed_schema(session, feed)
+
+
+class OpenApiHandler(BaseHandler):
+    """GET /v1/openapi.json: the OpenAPI 3.1 description of this API; no key needed."""
+
+    requires_key = False
+
+    async def get(self) -> None:
+        self.send_json(openapi_json(self.deps.settings.base_url))
+
+
+class HealthHandler(BaseHandler):
+    """GET /healthz: 200 when the store answers `SELECT 1`; neither keyed nor counted."""
+
+    requires_key = False
+    rate_limited = False
+
+    async def get(self) -> None:
+        await self.run(lambda session: session.execute(text("SELECT 1")).scalar_one())
+        self.send_json({"status": "ok"})

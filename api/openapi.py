@@ -1,0 +1,420 @@
+"""The OpenAPI 3.1 description of the API (GET /v1/openapi.json).
+
+Written to be true, since clients are generated from it and it is fuzzed: every
+parameter carries its C5 rule (bounds, enumerations, patterns, formats), every
+response its schema and headers (C4, C5, C7, C9), and the error body is the seed's
+section 7. Tests check real responses against it (tests/api/test_openapi.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from store.coverage import NOT_NULL, field_type
+from store.fields import OPERATIONS, QUANTITY_UNITS, RECORD_FIELDS, VESSEL_STATUSES
+
+ERROR_CODES = ("UNAUTHORIZED", "FORBIDDEN", "NOT_FOUND", "VALIDATION_ERROR", "RATE_LIMITED", "INTERNAL_ERROR")
+UNLOCODE_PATTERN = "^[A-Za-z]{2}[A-Za-z0-9]{3}$"
+DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
+TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
+_REF = "#/components/"
+#: Free text parameters: an empty or blank value is 400 (C5).
+TEXT = {"type": "string", "pattern": r"\S"}
+
+
+def ref(kind: str, name: str) -> dict[str, str]:
+    return {"$ref": f"{_REF}{kind}/{name}"}
+
+
+def nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+# ---------------------------------------------------------------- schemas
+def _field_schema(name: str) -> dict[str, Any]:
+    kind = field_type(name)
+    schema: dict[str, Any]
+    if kind == "date-time":
+        schema = {"type": "string", "format": "date-time", "pattern": TIME_PATTERN}
+    elif kind == "integer":
+        schema = {"type": "integer"}
+    elif kind == "number":
+        schema = {"type": "number"}
+    else:
+        schema = {"type": "string"}
+    enums = {"operation": OPERATIONS, "vessel_status": VESSEL_STATUSES, "quantity_unit": QUANTITY_UNITS}
+    if name in enums:
+        schema["enum"] = list(enums[name])
+    return schema if name in NOT_NULL else nullable(schema)
+
+
+def _record_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": "A lineup record (seed 2.1, contract C1); fields in this order, blanks null.",
+        "required": list(RECORD_FIELDS),
+        "additionalProperties": False,
+        "properties": {name: _field_schema(name) for name in RECORD_FIELDS},
+    }
+
+
+def _schemas() -> dict[str, Any]:
+    text, number = {"type": "string"}, {"type": "number"}
+    return {
+        "LineupRecord": _record_schema(),
+        "LineupPage": {
+            "type": "object",
+            "required": ["data", "next_cursor", "nextCursor"],
+            "additionalProperties": False,
+            "properties": {
+                "data": {"type": "array", "items": ref("schemas", "LineupRecord")},
+                "next_cursor": nullable(text) | {"description": "Cursor of the next page; null on the last."},
+                "nextCursor": nullable(text) | {"description": "The same value as next_cursor."},
+            },
+        },
+        "Port": {
+            "type": "object",
+            "required": ["unlocode", "name", "country_name"],
+            "properties": {"unlocode": text, "name": nullable(text), "country_name": nullable(text)},
+        },
+        "Source": {
+            "type": "object",
+            "required": [
+                "id", "name", "port_name", "port_unlocode", "ports", "frequency", "feed_type",
+                "coverage_rating", "commodity_rating", "commercial_rating", "subscription_status",
+            ],
+            "additionalProperties": False,
+            "properties": {
+                "id": {"type": "string", "format": "uuid"},
+                "name": text,
+                "port_name": nullable(text),
+                "port_unlocode": nullable(text),
+                "ports": {"type": "array", "items": ref("schemas", "Port")},
+                "frequency": nullable(text),
+                "feed_type": nullable(text),
+                "coverage_rating": nullable(number),
+                "commodity_rating": nullable(number),
+                "commercial_rating": nullable(number),
+                "subscription_status": {"type": "string", "enum": ["active", "trial"]},
+            },
+        },
+        "Sources": {
+            "type": "object",
+            "required": ["sources"],
+            "additionalProperties": False,
+            "properties": {"sources": {"type": "array", "items": ref("schemas", "Source")}},
+        },
+        "SchemaField": {
+            "type": "object",
+            "required": ["name", "type", "nullable", "coverage"],
+            "additionalProperties": False,
+            "properties": {
+                "name": {"type": "string", "enum": list(RECORD_FIELDS)},
+                "type": {"type": "string", "enum": ["string", "integer", "number", "date-time"]},
+                "nullable": {"type": "boolean"},
+                "coverage": {"type": "number", "minimum": 0, "maximum": 1},
+                "values": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["value", "count"],
+                        "additionalProperties": False,
+                        "properties": {"value": text, "count": {"type": "integer", "minimum": 0}},
+                    },
+                },
+            },
+        },
+        "SourceSchema": {
+            "type": "object",
+            "required": ["source_id", "source_name", "record_count", "first_date", "last_date", "updated_at", "fields"],
+            "additionalProperties": False,
+            "properties": {
+                "source_id": {"type": "string", "format": "uuid"},
+                "source_name": text,
+                "record_count": {"type": "integer", "minimum": 0},
+                "first_date": nullable({"type": "string", "format": "date-time", "pattern": TIME_PATTERN}),
+                "last_date": nullable({"type": "string", "format": "date-time", "pattern": TIME_PATTERN}),
+                "updated_at": nullable({"type": "string", "format": "date-time", "pattern": TIME_PATTERN}),
+                "fields": {"type": "array", "items": ref("schemas", "SchemaField")},
+            },
+        },
+        "Provenance": _provenance_schema(),
+        "Error": {
+            "type": "object",
+            "description": "The error body of the seed's section 7.",
+            "required": ["error"],
+            "additionalProperties": False,
+            "properties": {
+                "error": {
+                    "type": "object",
+                    "required": ["code", "message", "details"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "code": {"type": "string", "enum": list(ERROR_CODES)},
+                        "message": text,
+                        "details": nullable({
+                            "type": "object",
+                            "description": "For VALIDATION_ERROR: the parameter and the reason (C5); "
+                            "a commodity name adds `suggestions`.",
+                            "required": ["parameter", "reason"],
+                            "properties": {
+                                "parameter": text,
+                                "reason": text,
+                                "suggestions": {"type": "array", "items": text},
+                            },
+                        }),
+                    },
+                },
+            },
+        },
+        "Health": {
+            "type": "object",
+            "required": ["status"],
+            "properties": {"status": {"type": "string", "enum": ["ok"]}},
+        },
+    }
+
+
+def _provenance_schema() -> dict[str, Any]:
+    """`store.explain.explain`'s document (C2)."""
+    time = {"type": "string", "format": "date-time", "pattern": TIME_PATTERN}
+    who = {"ref": {"type": "string"}, "source_id": {"type": "string", "format": "uuid"}}
+    supplier = {"type": "object", "required": ["ref", "source_id"], "additionalProperties": False, "properties": who}
+    reporter = {
+        "type": "object",
+        "required": ["ref", "source_id", "source_name"],
+        "additionalProperties": False,
+        "properties": {**who, "source_name": {"type": "string"}},
+    }
+    record = {
+        "type": "object",
+        "required": ["source_id", "source_name", "ref", "created_at", "updated_at"],
+        "additionalProperties": False,
+        "properties": {**who, "source_name": {"type": "string"}, "created_at": time, "updated_at": time},
+    }
+
+    def field(name: str) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["value", "rule", "supplied_by"],
+            "additionalProperties": False,
+            "properties": {
+                "value": _field_schema(name),
+                "rule": {"type": "string"},
+                "supplied_by": {"type": "array", "items": supplier},
+            },
+        }
+
+    return {
+        "type": "object",
+        "description": "How one merged row was made (C2): its records in C2.5 precedence (latest "
+        "update first), for every C1 field the merged value, the rule and the records that gave it, "
+        "and the fields whose records disagree.",
+        "required": ["id", "merge", "records", "fields", "disagreements"],
+        "additionalProperties": False,
+        "properties": {
+            "id": {"type": "string"},
+            "merge": {"type": "string", "enum": ["all", "by_source"]},
+            "records": {"type": "array", "minItems": 1, "items": record},
+            "fields": {
+                "type": "object",
+                "required": list(RECORD_FIELDS),
+                "additionalProperties": False,
+                "properties": {name: field(name) for name in RECORD_FIELDS},
+            },
+            "disagreements": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["field", "values"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "field": {"type": "string", "enum": list(RECORD_FIELDS)},
+                        "values": {
+                            "type": "array",
+                            "minItems": 2,
+                            "items": {
+                                "type": "object",
+                                "required": ["value", "records"],
+                                "additionalProperties": False,
+                                "properties": {"value": {}, "records": {"type": "array", "items": reporter}},
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    }
+
+
+# ---------------------------------------------------------------- parameters
+def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+def _parameters() -> dict[str, Any]:
+    date = {"type": "string", "format": "date", "pattern": DATE_PATTERN}
+    return {
+        "source": _query(
+            "source",
+            {"anyOf": [{"type": "string", "enum": ["all"]}, {"type": "string", "format": "uuid"}], "default": "all"},
+            "A feed UUID, or `all`. Not a UUID: 400; no such feed: 404; no active or trial subscription: 403.",
+        ),
+        "port": _query("port", {"type": "string", "pattern": UNLOCODE_PATTERN}, "UN/LOCODE, case-insensitive exact match."),
+        "country": _query("country", TEXT, "Country name, case-insensitive exact match."),
+        "port_name": _query("port_name", TEXT, "Port name, case-insensitive substring."),
+        "from": _query("from", date, "Start day (UTC, inclusive): rows whose eta..etd span overlaps [from, to]."),
+        "to": _query("to", date, "End day (UTC, inclusive). `from` after `to` is 400."),
+        "latest": _query(
+            "latest",
+            {"type": "string", "pattern": "^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$", "default": "false"},
+            "true: only the row with the latest combined_date per vessel and port.",
+        ),
+        "commodity": _query(
+            "commodity",
+            TEXT,
+            "Comma-separated taxonomy names (leaf, subgroup or group), case-insensitive; "
+            "an unknown name is 400 with suggestions.",
+        ),
+        "merge": _query("merge", {"type": "string", "enum": ["all", "by_source"], "default": "all"}, "Merge mode (seed 4.1.1)."),
+        "limit": _query("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 100}, "Page size, never clamped."),
+        "cursor": _query("cursor", TEXT, "next_cursor of the previous page, unchanged; another is 400."),
+        "format": _query("format", {"type": "string", "enum": ["json", "csv"], "default": "json"}, "Output format."),
+        "rowId": {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A row id of /v1/lineups."},
+        "sourceId": {"name": "sourceId", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}, "description": "A feed UUID."},
+    }
+
+
+# ---------------------------------------------------------------- responses
+def _header(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "schema": schema}
+
+
+def _headers() -> dict[str, Any]:
+    integer, text = {"type": "integer", "minimum": 0}, {"type": "string"}
+    return {
+        "X-Request-Id": _header("Id of this request (32 hex digits); 500 messages name it.", {"type": "string", "pattern": "^[0-9a-f]{32}$"}),
+        "X-RateLimit-Limit": _header("Requests allowed per rolling 60 s.", integer),
+        "X-RateLimit-Remaining": _header("Requests left in the current window.", integer),
+        "Retry-After": _header("Whole seconds until a request is admitted again (1-60).", {"type": "integer", "minimum": 1, "maximum": 60}),
+        "X-Next-Cursor": _header("CSV pages: the cursor of the next page; absent on the last page.", text),
+        "Link": _header('CSV pages: `<url>; rel="next"`; absent on the last page.', text),
+        "Allow": _header("The methods the API accepts: GET, HEAD.", text),
+    }
+
+
+def _response_headers(*names: str, required: bool = False) -> dict[str, Any]:
+    """Header objects for a response, inline (a reference cannot say `required`)."""
+    described = _headers()
+    optional = ("Link", "X-Next-Cursor")
+    return {name: {**described[name], "required": required and name not in optional} for name in names}
+
+
+def _error(description: str, *extra: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "headers": {**_response_headers("X-Request-Id", required=True), **_response_headers("X-RateLimit-Limit", "X-RateLimit-Remaining", *extra)},
+        "content": {"application/json": {"schema": ref("schemas", "Error")}},
+    }
+
+
+def _responses() -> dict[str, Any]:
+    return {
+        "ValidationError": _error("VALIDATION_ERROR: a parameter breaks its rule (details name it)."),
+        "Unauthorized": _error("UNAUTHORIZED: the API key is missing, malformed, unknown or revoked."),
+        "Forbidden": _error("FORBIDDEN: the key is valid but access is denied."),
+        "NotFound": _error("NOT_FOUND: no such resource."),
+        "RateLimited": _error("RATE_LIMITED: more than 100 requests in 60 s.", "Retry-After"),
+        "InternalError": _error("INTERNAL_ERROR: the message names the request id."),
+    }
+
+
+def _ok(description: str, content: dict[str, Any], *extra: str) -> dict[str, Any]:
+    headers = _response_headers("X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", required=True)
+    return {"description": description, "headers": {**headers, **_response_headers(*extra)}, "content": content}
+
+
+def _operation(summary: str, ok: dict[str, Any], params: list[str], errors: tuple[str, ...], **extra) -> dict[str, Any]:
+    responses = {"200": ok}
+    for status, name in (("400", "ValidationError"), ("401", "Unauthorized"), ("403", "Forbidden"), ("404", "NotFound")):
+        if name in errors:
+            responses[status] = ref("responses", name)
+    responses["429"] = ref("responses", "RateLimited")
+    responses["500"] = ref("responses", "InternalError")
+    return {"summary": summary, "parameters": [ref("parameters", p) for p in params], "responses": responses, **extra}
+
+
+def _json(name: str) -> dict[str, Any]:
+    return {"application/json": {"schema": ref("schemas", name)}}
+
+
+def _paths() -> dict[str, Any]:
+    all_errors = ("ValidationError", "Unauthorized", "Forbidden", "NotFound")
+    filters = ["source", "port", "country", "port_name", "from", "to", "latest", "commodity", "merge", "limit", "cursor", "format"]
+    lineups = _ok(
+        "A page of lineup records: JSON, or CSV with `format=csv` (C9).",
+        {**_json("LineupPage"), "text/csv": {"schema": {"type": "string"}}},
+        "X-Next-Cursor", "Link",
+    )
+    paths = {
+        "/v1/lineups": _operation("Lineup records of the buyer's feeds, merged, filtered, paged", lineups, filters, all_errors, operationId="listLineups"),
+        "/v1/lineups/{id}/provenance": _operation(
+            "The stored records one merged row came from", _ok("Provenance of the row.", _json("Provenance")),
+            ["rowId", "source", "merge"], all_errors, operationId="getProvenance",
+        ),
+        "/v1/sources": _operation(
+            "The buyer's feeds (active or trial), by name", _ok("The feeds.", _json("Sources")), [],
+            ("ValidationError", "Unauthorized", "Forbidden"), operationId="listSources",
+        ),
+        "/v1/schema/{sourceId}": _operation(
+            "A feed's fields, types and coverage", _ok("The feed's schema.", _json("SourceSchema")),
+            ["sourceId"], all_errors, operationId="getSourceSchema",
+        ),
+        "/v1/openapi.json": _operation(
+            "This document", _ok("OpenAPI 3.1.", {"application/json": {"schema": {"type": "object"}}}), [], (),
+            operationId="getOpenApi", security=[],
+        ),
+    }
+    health = {
+        "summary": "The service and its store answer",
+        "operationId": "getHealth",
+        "security": [],
+        "responses": {
+            "200": {"description": "Healthy.", "headers": _response_headers("X-Request-Id", required=True), "content": _json("Health")},
+            "500": {"description": "The store does not answer.", "content": _json("Error")},
+        },
+    }
+    out = {path: {"get": op} for path, op in paths.items()}
+    out["/healthz"] = {"get": health}
+    return out
+
+
+def _document(base_url: str) -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Maritime Lineup Data Service",
+            "version": "1.0.0",
+            "description": "Read-only lineup records from the feeds a buyer subscribes to. "
+            "Every endpoint but /v1/openapi.json and /healthz needs the X-API-Key header. "
+            "HEAD is accepted wherever GET is; other methods get 405 with code NOT_FOUND.",
+        },
+        "servers": [{"url": base_url}],
+        "security": [{"ApiKey": []}],
+        "paths": _paths(),
+        "components": {
+            "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
+            "schemas": _schemas(),
+            "parameters": _parameters(),
+            "headers": _headers(),
+            "responses": _responses(),
+        },
+    }
+
+
+@functools.lru_cache(maxsize=8)
+def openapi_json(base_url: str) -> bytes:
+    """The OpenAPI 3.1 document for a service at `base_url`, as UTF-8 JSON."""
+    return json.dumps(_document(base_url), ensure_ascii=False, indent=1).encode("utf-8")

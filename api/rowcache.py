@@ -1,0 +1,76 @@
+"""Rows serialised once per cached result, not once per request (issue 4, speed).
+
+The lineup service caches each query's sorted rows (`store.lineups.Selection`); pages
+are contiguous slices of them. `RowCache` keeps, per sorted frame, format and block
+of `BLOCK` rows, each row's JSON object or CSV line as bytes, made by `api.render` the
+first time a page needs the block. A page is then a join of cached bytes. The cache
+holds at most `max_bytes`, least recently used blocks leave first; a block belongs to
+its frame by identity (checked through a weak reference, so a new frame that reuses a
+dead one's id never sees its rows).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+
+import pandas as pd
+
+from api import render
+
+BLOCK = 500
+DEFAULT_MAX_BYTES = 128 * 1024 * 1024
+
+
+class RowCache:
+    """Encoded rows of sorted results; thread-safe."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES):
+        self.max_bytes = max_bytes
+        self._blocks: OrderedDict[tuple[int, str, int], tuple[weakref.ref, list[bytes], int]] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def page(self, result: pd.DataFrame, rows: pd.DataFrame, fmt: str) -> list[bytes]:
+        """The encoded rows (`fmt` "json": objects; "csv": lines) of `rows`, a page that
+        `store.query.page` cut from `result`. Falls back to encoding `rows` directly
+        when the page is not a contiguous slice of a RangeIndex."""
+        if rows.empty:
+            return []
+        start = int(rows.index[0])
+        stop = start + len(rows)
+        index = result.index
+        if not (isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
+                and isinstance(rows.index, pd.RangeIndex) and rows.index.step == 1):
+            return _encode(rows, fmt)
+        out: list[bytes] = []
+        for block in range(start // BLOCK, (stop - 1) // BLOCK + 1):
+            encoded = self._block(result, fmt, block)
+            first = block * BLOCK
+            out += encoded[max(start - first, 0): stop - first]
+        return out
+
+    def _block(self, result: pd.DataFrame, fmt: str, block: int) -> list[bytes]:
+        key = (id(result), fmt, block)
+        with self._lock:
+            hit = self._blocks.get(key)
+            if hit is not None and hit[0]() is result:
+                self._blocks.move_to_end(key)
+                return hit[1]
+        encoded = _encode(result.iloc[block * BLOCK: (block + 1) * BLOCK], fmt)
+        size = sum(len(b) for b in encoded)
+        with self._lock:
+            old = self._blocks.pop(key, None)
+            if old is not None:
+                self._size -= old[2]
+            self._blocks[key] = (weakref.ref(result), encoded, size)
+            self._size += size
+            while self._size > self.max_bytes and len(self._blocks) > 1:
+                _, (_, _, dropped) = self._blocks.popitem(last=False)
+                self._size -= dropped
+        return encoded
+
+
+def _encode(rows: pd.DataFrame, fmt: str) -> list[bytes]:
+    return render.csv_lines(rows) if fmt == "csv" else render.json_objects(rows)

@@ -1,0 +1,134 @@
+"""Errors (seed section 7, contract C5): the body shape everywhere, unknown paths and
+methods, request ids, unexpected failures, and logs that never hold a key."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from tests.api.conftest import assert_error
+
+
+def test_unknown_path_is_404_with_the_error_body(tiny_api):
+    assert_error(tiny_api.get("/v1/nothing-here"), 404, "NOT_FOUND")
+    assert_error(tiny_api.get("/"), 404, "NOT_FOUND")
+    assert_error(tiny_api.get("/v1/lineups/"), 404, "NOT_FOUND")
+    # Unknown paths answer 404 with or without a key, whatever the method.
+    assert_error(tiny_api.get("/v2/lineups", key=None), 404, "NOT_FOUND")
+    assert_error(tiny_api.request("POST", "/v1/nowhere"), 404, "NOT_FOUND")
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+def test_other_methods_are_405_with_allow(tiny_api, method):
+    response = tiny_api.request(method, "/v1/lineups", data=b"{}")
+    assert_error(response, 405, "NOT_FOUND")
+    assert response.headers["Allow"] == "GET, HEAD"
+    # Without a key too: the method is refused before the key is asked for.
+    response = tiny_api.request(method, "/v1/sources", key=None)
+    assert_error(response, 405, "NOT_FOUND")
+    assert response.headers["Allow"] == "GET, HEAD"
+
+
+def test_head_answers_like_get_without_a_body(tiny_api):
+    get = tiny_api.get("/v1/sources")
+    head = tiny_api.request("HEAD", "/v1/sources")
+    assert head.status_code == 200 and head.content == b""
+    assert head.headers["Content-Length"] == str(len(get.content))
+    assert tiny_api.request("HEAD", "/v1/sources", key=None).status_code == 401
+
+
+def test_every_response_has_a_fresh_request_id(tiny_api):
+    ids = set()
+    for response in (
+        tiny_api.get("/v1/sources"),
+        tiny_api.get("/v1/sources", key=None),
+        tiny_api.get("/v1/nothing"),
+        tiny_api.get("/healthz", key=None),
+        tiny_api.get("/v1/openapi.json", key=None),
+        tiny_api.get("/v1/lineups", params={"limit": "0"}),
+        tiny_api.get("/v1/sources", headers={"X-Request-Id": "client-chosen"}),
+    ):
+        request_id = response.headers["X-Request-Id"]
+        assert len(request_id) == 32 and int(request_id, 16) >= 0
+        ids.add(request_id)
+    assert len(ids) == 7
+
+
+def eventually(check, timeout: float = 2.0) -> bool:
+    """The server logs a request just after sending its response: wait for it."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def server_log(caplog) -> str:
+    """What the server logged (the test's own HTTP client logs URLs too)."""
+    return "\n".join(
+        f"{r.getMessage()}\n{r.exc_text or ''}"
+        for r in caplog.records
+        if r.name.startswith(("lineups", "tornado"))
+    )
+
+
+class Boom(RuntimeError):
+    pass
+
+
+def test_unexpected_failure_is_500_naming_the_request_id(tiny_api, tiny, caplog, monkeypatch):
+    def explode(*args, **kwargs):
+        raise Boom("secret internals: /srv/app/db.py line 42")
+
+    monkeypatch.setattr(tiny_api.deps.service, "select", explode)
+    with caplog.at_level(logging.DEBUG):
+        response = tiny_api.get("/v1/lineups")
+    error = assert_error(response, 500, "INTERNAL_ERROR")
+    request_id = response.headers["X-Request-Id"]
+    assert request_id in error["message"]
+    assert "secret internals" not in response.text and "Boom" not in response.text
+    assert response.headers["X-RateLimit-Limit"] and response.headers["X-RateLimit-Remaining"]
+    # Logged server-side with the traceback and the request id …
+    logged = [r for r in caplog.records if r.levelno >= logging.ERROR and request_id in r.getMessage()]
+    assert logged and logged[0].exc_info and logged[0].exc_info[0] is Boom
+    # … and the access log line, but never the key.
+    assert eventually(lambda: any(r.name == "lineups.access" and request_id in r.getMessage() for r in caplog.records))
+    assert tiny["key"] not in server_log(caplog)
+
+
+def test_logs_never_hold_an_api_key(tiny_api, tiny, caplog):
+    with caplog.at_level(logging.DEBUG):
+        tiny_api.get("/v1/sources")
+        tiny_api.get("/v1/lineups", params={"limit": "9999"})
+        tiny_api.get("/v1/sources", key=tiny["revoked_key"])
+        tiny_api.get("/v1/sources", key=tiny["suspended_key"])
+        tiny_api.get("/v1/nothing")
+        tiny_api.get("/v1/share/secret-token-value", key=None)
+    assert eventually(lambda: "/v1/share/<token>" in server_log(caplog))
+    text = server_log(caplog)
+    for key in (tiny["key"], tiny["revoked_key"], tiny["suspended_key"]):
+        assert key not in text
+    assert "secret-token-value" not in text
+    assert "/v1/share/<token>" in text
+    access = [r.getMessage() for r in caplog.records if r.name == "lineups.access"]
+    assert any(line.startswith("GET /v1/sources 200 ") for line in access)
+    assert any(line.startswith("GET /v1/lineups 400 ") for line in access)
+
+
+def test_healthz_checks_the_store_without_a_key(tiny_api):
+    response = tiny_api.get("/healthz", key=None)
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+    assert "X-RateLimit-Limit" not in response.headers
+
+
+def test_healthz_fails_when_the_store_does_not_answer(make_api, tmp_path):
+    from store.db import make_engine, make_sessionmaker
+
+    unreachable = make_sessionmaker(make_engine(f"sqlite:///{tmp_path}/missing-dir/none.db"))
+    api = make_api(None, sessions=unreachable)
+    response = api.get("/healthz", key=None)
+    assert_error(response, 500, "INTERNAL_ERROR")
+    assert response.headers["X-Request-Id"] in response.json()["error"]["message"]

@@ -1,0 +1,167 @@
+"""GET /v1/lineups (seed 4.1, contract C1–C3, C5): rows, filters, merge modes and
+every validation error, over the hand-made data set (see `tiny` in conftest)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from store.fields import RECORD_FIELDS
+from tests.api.conftest import assert_error
+
+
+def refs(api, **params) -> list[tuple[str, str | None]]:
+    """(port, eta) of each row, in order: enough to tell the tiny rows apart."""
+    return [(row["port_unlocode"], row["eta"]) for row in api.lineups(**params)["data"]]
+
+
+MERGED_A1 = ("BRSSZ", "2024-03-06T00:00:00Z")  # A1 + B1: B1's eta is the newer report
+A1 = ("BRSSZ", "2024-03-05T06:00:00Z")
+B1 = ("BRSSZ", "2024-03-06T00:00:00Z")
+A2 = ("BRSSZ", "2024-03-20T00:00:00Z")
+A5 = ("BRSSZ", "2024-04-20T00:00:00Z")
+A3 = ("BRPNG", None)
+
+
+def test_rows_are_c1_records_in_c3_order(tiny_api, tiny):
+    body = tiny_api.lineups()
+    assert list(body) == ["data", "next_cursor", "nextCursor"]
+    assert body["next_cursor"] is None and body["nextCursor"] is None
+    rows = body["data"]
+    assert [(r["port_unlocode"], r["eta"]) for r in rows] == [MERGED_A1, A2, A5, A3]
+    for row in rows:
+        assert list(row) == list(RECORD_FIELDS)
+        assert row["commodity"]  # A4, without a commodity, is never served
+    merged, a2 = rows[0], rows[1]
+    assert merged["source_id"] == ";".join(sorted([tiny["a"], tiny["b"]]))
+    assert merged["source_name"] == "Alpha Santos Lineup;Bravo Santos Reports"
+    assert merged["dwt"] == 82000 and isinstance(merged["dwt"], int)
+    assert merged["quantity"] == 64000 and isinstance(merged["quantity"], (int, float))
+    assert merged["commodity_normalized"] == "Soybeans"
+    assert merged["commodity_normalized_subgroup"] == "Grains"
+    assert merged["commodity_normalized_group"] == "Dry Bulk"
+    assert merged["combined_date"] == "2024-03-06T00:00:00Z"
+    assert merged["created_at"] == "2024-02-01T12:00:00Z"
+    assert merged["updated_at"] == "2024-02-15T00:00:00Z"
+    assert a2["quantity"] == 40000.5
+    assert a2["vessel_imo"] is None and a2["dwt"] is None and a2["etb"] is None
+    assert a2["charterer"] is None and a2["operator"] is None  # N/A and TBC are blank
+    assert a2["ship_agent"] == "Line1\nLine2"
+    assert rows[3]["commodity_normalized"] is None and rows[3]["combined_date"] is None
+
+
+def test_merge_by_source_keeps_one_row_per_feed(tiny_api, tiny):
+    rows = tiny_api.lineups(merge="by_source")["data"]
+    assert [(r["port_unlocode"], r["eta"]) for r in rows] == [A1, B1, A2, A5, A3]
+    assert [r["source_id"] for r in rows[:2]] == [tiny["a"], tiny["b"]]
+    assert len({r["id"] for r in rows}) == 5
+    # Ids differ between the modes and are stable between requests.
+    all_ids = {r["id"] for r in tiny_api.lineups()["data"]}
+    assert not all_ids & {r["id"] for r in rows}
+    assert all_ids == {r["id"] for r in tiny_api.lineups()["data"]}
+
+
+@pytest.mark.parametrize(
+    "params, expected",
+    [
+        ({"port": "BRSSZ"}, [MERGED_A1, A2, A5]),
+        ({"port": "brpng"}, [A3]),
+        ({"country": "bRaZiL"}, [MERGED_A1, A2, A5, A3]),
+        ({"country": "Bra"}, []),
+        ({"port_name": "ANTO"}, [MERGED_A1, A2, A5]),
+        ({"port_name": "paranag"}, [A3]),
+        ({"commodity": "soybeans"}, [MERGED_A1, A5]),
+        ({"commodity": "GRAINS"}, [MERGED_A1, A5]),
+        ({"commodity": "Dry Bulk"}, [MERGED_A1, A5]),
+        ({"commodity": "Soybeans, Diesel/Gasoil"}, [MERGED_A1, A2, A5]),
+        ({"commodity": "Liquid Bulk"}, [A2]),
+        ({"from": "2024-03-08", "to": "2024-03-08"}, [MERGED_A1]),  # span 03-06 .. 03-08
+        ({"from": "2024-03-09"}, [A2, A5]),
+        ({"to": "2024-03-05"}, []),
+        ({"from": "2024-03-20", "to": "2024-03-20"}, [A2]),
+        ({"latest": "true"}, [A2, A5, A3]),
+        ({"latest": "TRUE", "port": "BRSSZ"}, [A2, A5]),
+        ({"latest": "False"}, [MERGED_A1, A2, A5, A3]),
+        ({"port": "BRSSZ", "commodity": "soybeans", "from": "2024-04-01"}, [A5]),
+    ],
+)
+def test_filters(tiny_api, params, expected):
+    assert refs(tiny_api, **params) == expected
+
+
+def test_source_narrows_to_one_feed(tiny_api, tiny):
+    assert refs(tiny_api, source=tiny["a"]) == [A1, A2, A5, A3]
+    assert refs(tiny_api, source=tiny["b"]) == [B1]
+    assert refs(tiny_api, source="all") == [MERGED_A1, A2, A5, A3]
+    assert refs(tiny_api, source=tiny["a"].upper()) == [A1, A2, A5, A3]
+
+
+def test_source_errors(tiny_api, tiny):
+    assert_error(tiny_api.get("/v1/lineups", params={"source": "abc"}), 400, "VALIDATION_ERROR", "source")
+    assert_error(tiny_api.get("/v1/lineups", params={"source": str(uuid.uuid4())}), 404, "NOT_FOUND")
+    assert_error(tiny_api.get("/v1/lineups", params={"source": tiny["c"]}), 403, "FORBIDDEN")  # cancelled
+    assert_error(tiny_api.get("/v1/lineups", params={"source": tiny["d"]}), 403, "FORBIDDEN")  # never subscribed
+
+
+def test_cancelling_a_subscription_hides_its_rows_at_once(fresh_tiny_api, fresh_tiny, sessions):
+    from store import accounts, feeds
+    from store.db import transaction
+
+    tiny_api, tiny = fresh_tiny_api, fresh_tiny
+
+    assert len(tiny_api.lineups()["data"]) == 4
+    with transaction(sessions) as session:
+        buyer = accounts.find_buyer(session, tiny["buyer_id"])
+        accounts.set_subscription(session, buyer, feeds.find_feed(session, tiny["b"]), "cancelled")
+    rows = tiny_api.lineups()["data"]
+    assert [(r["port_unlocode"], r["eta"]) for r in rows] == [A1, A2, A5, A3]
+    assert {r["source_id"] for r in rows} == {tiny["a"]}
+    assert_error(tiny_api.get("/v1/lineups", params={"source": tiny["b"]}), 403, "FORBIDDEN")
+
+
+@pytest.mark.parametrize(
+    "query, parameter",
+    [
+        ("vessel=OCEAN", "vessel"),  # not a parameter of the seed's table
+        ("port=BRSSZ&port=BRPNG", "port"),  # repeated
+        ("limit=0", "limit"),
+        ("limit=501", "limit"),
+        ("limit=abc", "limit"),
+        ("limit=-1", "limit"),
+        ("limit=1.5", "limit"),
+        ("limit=", "limit"),
+        ("latest=yes", "latest"),
+        ("latest=1", "latest"),
+        ("merge=none", "merge"),
+        ("merge=raw", "merge"),
+        ("format=xml", "format"),
+        ("port=BRSS", "port"),
+        ("port=BR-SZ", "port"),
+        ("port=12345", "port"),
+        ("from=2024-3-1", "from"),
+        ("from=01/03/2024", "from"),
+        ("to=2024-02-30", "to"),
+        ("to=2024-03-01T00:00:00Z", "to"),
+        ("from=2024-03-02&to=2024-03-01", "from"),
+        ("source=not-a-uuid", "source"),
+        ("cursor=made-up", "cursor"),
+    ],
+)
+def test_validation_errors_name_the_parameter(tiny_api, query, parameter):
+    response = tiny_api.get("/v1/lineups?" + query)
+    error = assert_error(response, 400, "VALIDATION_ERROR")
+    assert error["details"]["parameter"] in (parameter, "to" if parameter == "from" else parameter)
+
+
+def test_unknown_commodity_suggests_the_closest_names(tiny_api):
+    error = assert_error(tiny_api.get("/v1/lineups", params={"commodity": "soybean meel"}), 400, "VALIDATION_ERROR", "commodity")
+    assert "Soybean Meal" in error["details"]["suggestions"]
+    # The filter takes names (C6); an alias is refused with the name it stands for.
+    error = assert_error(tiny_api.get("/v1/lineups", params={"commodity": "soja"}), 400, "VALIDATION_ERROR", "commodity")
+    assert error["details"]["suggestions"][0] == "Soybeans"
+
+
+def test_limits_at_the_bounds_are_accepted(tiny_api):
+    assert len(tiny_api.lineups(limit="1")["data"]) == 1
+    assert len(tiny_api.lineups(limit="500")["data"]) == 4
