@@ -38,6 +38,7 @@ from api.handlers import (
     SourcesHandler,
 )
 from api.ratelimit import Limiter, MemoryLimiter
+from api.share import ShareHandler
 from api.rowcache import RowCache
 from store.lineups import LineupService
 from store.settings import Settings
@@ -56,7 +57,7 @@ def api_routes(deps: Dependencies) -> list[tuple[str, type[RequestHandler], dict
         (r"/v1/sources", SourcesHandler, args),
         (r"/v1/schema/([^/]+)", SchemaHandler, args),
         (r"/v1/openapi\.json", OpenApiHandler, args),
-        # /v1/share/([^/]+): the share-link handler (C8) joins through extra_routes.
+        (r"/v1/share/([^/]+)", ShareHandler, args),
         (r"/healthz", HealthHandler, args),
     ]
 

@@ -107,8 +107,10 @@ def revoke_link(session: Session, link: ShareLink) -> ShareLink:
     return link
 
 
-def open_link(session: Session, token: str, secrets: tuple[str, ...]) -> tuple[ShareLink, dict[str, list[str]]]:
-    """Check a token and its link (C8) and count the use.
+def open_link(
+    session: Session, token: str, secrets: tuple[str, ...], count_use: bool = True
+) -> tuple[ShareLink, dict[str, list[str]]]:
+    """Check a token and its link (C8) and, with `count_use`, count the use.
 
     Returns the link and its frozen query as API arguments. Raises Unauthorized for a
     bad signature, an unknown or revoked link, and Forbidden for a suspended buyer.
@@ -124,11 +126,12 @@ def open_link(session: Session, token: str, secrets: tuple[str, ...]) -> tuple[S
     buyer = session.get(Buyer, link.buyer_id)
     if buyer is None or buyer.status != "active":
         raise Forbidden("The account behind this share link is suspended")
-    session.execute(
-        update(ShareLink)
-        .where(ShareLink.id == link.id)
-        .values(use_count=ShareLink.use_count + 1, last_used_at=_now())
-    )
+    if count_use:
+        session.execute(
+            update(ShareLink)
+            .where(ShareLink.id == link.id)
+            .values(use_count=ShareLink.use_count + 1, last_used_at=_now())
+        )
     return link, {name: [value] for name, value in params.items()}
 
 

@@ -1,0 +1,97 @@
+"""GET /v1/share/{token}: a share link's whole result as CSV (contract C8, C9).
+
+A spreadsheet (Google Sheets' IMPORTDATA, Excel's or LibreOffice's import from the
+web) fetches the URL with no header; the signed token is the credential. Every
+request re-checks the link (exists, not revoked: else 401), its buyer (not suspended:
+else 403) and its feeds (only feeds still active or trial contribute; none left, or
+the link's own feed cancelled: 403). The rows are the /v1/lineups result of the
+frozen query, every page, in the API's order, streamed a chunk at a time. A result
+over the configured ceiling is a VALIDATION_ERROR asking for narrower filters, never
+a silently cut sheet.
+
+Decisions the contract leaves open (docs/share-links.md):
+- Requests are rate limited per link (C5); a request with a bad token per client
+  address, so that tokens cannot be guessed at speed.
+- HEAD answers like GET (same checks, status and headers) without the body, and does
+  not count as a use. OPTIONS, which some spreadsheet clients send first, answers
+  204 with `Allow: GET, HEAD, OPTIONS`.
+- Query parameters on a link URL are ignored (the token fixes the query), so that a
+  spreadsheet's cache-busting `?refresh=…` still works.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from api.base import BaseHandler
+from api.ratelimit import Hit
+from store import links
+from store.errors import Forbidden, RateLimited, Unauthorized, ValidationError
+from store.query import parse_query
+from store.taxonomy import default_taxonomy
+
+SHARE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+class ShareHandler(BaseHandler):
+    """The share-link endpoint; see the module docstring."""
+
+    requires_key = False
+    rate_limited = False  # counted per link once the token is read, in `get`
+
+    def set_default_headers(self) -> None:
+        super().set_default_headers()
+        # A link is a password: no cache keeps the data, no page leaks the URL (C8).
+        self.set_header("Cache-Control", "no-store")
+        self.set_header("Referrer-Policy", "no-referrer")
+
+    def check_method(self) -> None:
+        if self.request.method not in SHARE_METHODS:
+            super().check_method()
+
+    async def options(self, token: str) -> None:
+        self.set_status(204)
+        self.set_header("Allow", ", ".join(SHARE_METHODS))
+        self.finish()
+
+    async def get(self, token: str) -> None:
+        counted = self.request.method == "GET"
+        selection = await self.run(self._select, token, self.request.remote_ip, counted)
+        self.set_default_headers()  # now with the link's rate-limit figures
+        if self.request.method == "HEAD":
+            self.set_header("Content-Type", "text/csv; charset=utf-8")
+            return self.finish()
+        await self.stream_csv(selection.rows)
+
+    def _select(self, session: Session, token: str, address: str, counted: bool):
+        """Check the link and its entitlement now, count the use, and return the rows."""
+        secrets = self.deps.settings.signing_secrets()
+        try:
+            link, args = links.open_link(session, token, secrets, count_use=counted)
+        except Unauthorized:
+            self._limit(f"addr:{address}")
+            raise
+        self._limit(f"link:{link.id}")
+        session.commit()  # the use is counted even if the query below is refused
+        query, _, _ = parse_query(args, default_taxonomy().parse_filter)
+        if not self.deps.service.feeds_for(session, link.buyer_id, query.source):
+            raise Forbidden("None of this link's feeds is subscribed any longer")
+        selection = self.deps.service.select(session, link.buyer_id, query)
+        ceiling = self.deps.settings.share_ceiling
+        if len(selection) > ceiling:
+            raise ValidationError(
+                f"This link's result has {len(selection):,} rows, more than the {ceiling:,} a "
+                "share link serves; create a link with narrower filters (port, commodity, dates)",
+                {"parameter": "token", "reason": "result larger than the share-link ceiling", "rows": len(selection), "ceiling": ceiling},
+            )
+        return selection
+
+    def _limit(self, key: str) -> None:
+        hit: Hit = self.deps.limiter.hit(key)
+        self.rate_hit = hit
+        if not hit.allowed:
+            raise RateLimited(
+                f"Rate limit of {self.deps.limiter.limit} requests per {self.deps.limiter.window:g} s "
+                f"exceeded for this link; retry in {hit.retry_after} s",
+                retry_after=hit.retry_after,
+            )
