@@ -57,7 +57,7 @@ def api_routes(deps: Dependencies) -> list[tuple[str, type[RequestHandler], dict
         (r"/v1/sources", SourcesHandler, args),
         (r"/v1/schema/([^/]+)", SchemaHandler, args),
         (r"/v1/openapi\.json", OpenApiHandler, args),
-        (r"/v1/share/([^/]+)", ShareHandler, args),
+        (r"/v1/share/([^/]+?)(?:\.csv)?", ShareHandler, args),
         (r"/healthz", HealthHandler, args),
     ]
 

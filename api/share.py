@@ -15,6 +15,8 @@ Decisions the contract leaves open (docs/share-links.md):
 - HEAD answers like GET (same checks, status and headers) without the body, and does
   not count as a use. OPTIONS, which some spreadsheet clients send first, answers
   204 with `Allow: GET, HEAD, OPTIONS`.
+- The URL may end in `.csv` (`/v1/share/{token}.csv`): the same link, for
+  spreadsheet tools that pick the file type from the URL (LibreOffice does).
 - Query parameters on a link URL are ignored (the token fixes the query), so that a
   spreadsheet's cache-busting `?refresh=…` still works.
 """
@@ -59,7 +61,10 @@ class ShareHandler(BaseHandler):
         selection = await self.run(self._select, token, self.request.remote_ip, counted)
         self.set_default_headers()  # now with the link's rate-limit figures
         if self.request.method == "HEAD":
+            # Headers as GET sends them: no body, and no "Content-Length: 0" either,
+            # which clients (LibreOffice) read as an empty sheet.
             self.set_header("Content-Type", "text/csv; charset=utf-8")
+            await self.flush()
             return self.finish()
         await self.stream_csv(selection.rows)
 
