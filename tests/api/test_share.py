@@ -214,3 +214,12 @@ def test_c8_tokens_never_reach_the_logs(fresh_tiny_api, fresh_tiny, caplog):
     server = [r for r in caplog.records if r.name.startswith(("lineups", "tornado"))]  # not the client's
     assert any(r.name == "lineups.access" for r in server), "the access log wrote nothing"
     assert all(token not in r.getMessage() and token[:20] not in r.getMessage() for r in server)
+
+
+def test_c8_link_url_variants_serve_the_same_sheet(fresh_tiny_api, fresh_tiny):
+    """`.csv` at the end (for tools that type files by extension) and a query string
+    (a spreadsheet's cache-buster) name the same link."""
+    _, path = make_link(fresh_tiny_api, fresh_tiny["buyer_id"])
+    plain = fresh_tiny_api.get(path, key=None).content
+    assert fresh_tiny_api.get(path + ".csv", key=None).content == plain
+    assert fresh_tiny_api.get(path + "?refresh=2", key=None).content == plain
