@@ -1,0 +1,142 @@
+"""Serving the explorer: the Panel app at /explorer, behind the login, as one Tornado
+application that the server entry point mounts beside the API.
+
+`ExplorerApp` builds Bokeh's Tornado application with the prefix `/explorer`: the
+Panel page, its websocket and static resources, and the login and logout pages all
+live under that prefix, so the API application can route the one path
+`/explorer(/...)` to it (a Tornado application is a valid route target) and keep
+its own handling — JSON 404/405 bodies included — for every other path:
+
+    explorer = ExplorerApp(context, websocket_origins=origins_for(base_url, host, port))
+    app = api.app.make_app(settings, sessions, service, extra_routes=explorer.routes())
+    HTTPServer(app).listen(port, host)
+    explorer.start()          # inside the running IOLoop, after any fork
+
+The websocket accepts only the origins given (the served host), and the Bokeh
+session ids and tokens are signed with a key derived from the signing secret.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Sequence
+from urllib.parse import urlsplit
+
+import panel as pn
+from bokeh.server.tornado import BokehTornado
+from bokeh.server.util import create_hosts_allowlist
+from panel.io.application import build_applications
+from panel.io.server import DIST_DIR, INDEX_HTML
+from tornado.ioloop import IOLoop
+from tornado.web import RequestHandler
+
+from explorer.auth import APP_PATH, CookieCodec, ExplorerAuth, LoginHandler, LogoutHandler
+from explorer import charts
+from explorer.session import Account, ExplorerContext, SessionLost
+from explorer.state import empty_rows
+from store.errors import NotFound
+from explorer.views import Explorer
+
+TITLE = "Lineups explorer"
+
+
+def explorer_page(context: ExplorerContext) -> pn.viewable.Viewable:
+    """The app of one browser session: the explorer of the signed-in buyer, or a
+    notice that sends the browser back to the login page."""
+    identity = CookieCodec(context.secrets).from_cookies(pn.state.cookies)
+    try:
+        if identity is None:
+            raise SessionLost("Not signed in")
+        account = Account.open(context, identity)
+    except SessionLost:
+        if pn.state.location is not None:
+            pn.state.location.reload = True
+        return pn.pane.Markdown("Your session has ended. [Sign in again](login).")
+    return Explorer(account)
+
+
+class NotFoundHandler(RequestHandler):
+    """Unknown paths under /explorer: the contract's JSON 404 body (C5), like the API's."""
+
+    def prepare(self) -> None:
+        self.set_status(404)
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.finish(json.dumps(NotFound(f"No such resource: {self.request.path}").body()))
+
+
+def warm_up() -> None:
+    """Render the explorer's kinds of components once, without data, so that the
+    first buyer after a start does not pay HoloViews' and Bokeh's first-use costs
+    (the same idea as `panel serve --warm`)."""
+    empty = empty_rows()
+    pn.Column(
+        pn.pane.HoloViews(charts.weekly_quantity_chart(charts.weekly_quantity(empty))),
+        pn.pane.HoloViews(charts.status_by_port_chart(charts.status_by_port(empty))),
+        pn.widgets.Tabulator(empty.iloc[:, :3], pagination="remote"),
+    ).get_root()
+
+
+def origins_for(base_url: str, host: str | None = None, port: int | None = None) -> list[str]:
+    """The `host:port` pairs whose pages may open the explorer's websocket: the
+    public base URL's, and the listening address's when it is a concrete one."""
+    parts = urlsplit(base_url)
+    default = 443 if parts.scheme == "https" else 80
+    origins = [f"{parts.hostname}:{parts.port or default}"]
+    if host and host not in ("0.0.0.0", "::", "") and port:
+        origins.append(f"{host}:{port}")
+        if host in ("127.0.0.1", "localhost"):
+            origins.append(f"{'localhost' if host == '127.0.0.1' else '127.0.0.1'}:{port}")
+    return list(dict.fromkeys(origins))
+
+
+def _session_key(secret: str) -> str:
+    """Bokeh's session-signing key: derived from, never equal to, the cookie secret."""
+    return hashlib.sha256(f"lineups.explorer.bokeh-session:{secret}".encode()).hexdigest()
+
+
+class ExplorerApp:
+    """The explorer as a Tornado application served under /explorer."""
+
+    def __init__(self, context: ExplorerContext, websocket_origins: Sequence[str], secure_cookie: bool | None = None):
+        codec = CookieCodec(context.secrets)
+        if secure_cookie is None:
+            secure_cookie = context.base_url.startswith("https:")
+        page_args = {"sessions": context.sessions, "codec": codec, "secure": secure_cookie}
+        def page() -> pn.viewable.Viewable:
+            # A plain function: Panel calls functions per session (a partial it would
+            # wrap as a reactive pane instead).
+            return explorer_page(context)
+
+        applications = build_applications({"/": page}, title=TITLE)
+        self.tornado = BokehTornado(
+            applications,
+            prefix=APP_PATH,
+            extra_websocket_origins=create_hosts_allowlist(list(websocket_origins), None),
+            auth_provider=ExplorerAuth(context.sessions, codec),
+            extra_patterns=[("/login", LoginHandler, page_args), ("/logout", LogoutHandler, page_args)],
+            index=INDEX_HTML,
+            ico_path=str(DIST_DIR / "images" / "favicon.ico"),
+            secret_key=_session_key(context.secrets[0]),
+            sign_sessions=True,
+            default_handler_class=NotFoundHandler,
+        )
+        self._started = False
+
+    def routes(self) -> list[tuple]:
+        """The route that hands every /explorer request to this application."""
+        return [(r"/explorer(?:/.*)?", self.tornado)]
+
+    def start(self) -> None:
+        """Start Bokeh's session housekeeping on the current IOLoop (call once the
+        loop runs, in the serving process)."""
+        if not self._started:
+            warm_up()
+            self.tornado.initialize(IOLoop.current())
+            self.tornado.start()
+            self._started = True
+
+    def stop(self) -> None:
+        if self._started:
+            self.tornado.stop()
+            self._started = False

@@ -1,0 +1,273 @@
+"""Sign-in for the explorer: the session cookie, the login and logout pages, and the
+Bokeh auth provider that guards the Panel app (issue 6, "Login").
+
+A buyer signs in with an API key. The key is checked exactly as the API checks it
+(`store.accounts.authenticate`, C5) and is then forgotten: the session cookie carries
+only the buyer id and the key's row id, signed with the service's first signing
+secret (all of them verify, so a secret roll-over keeps sessions alive). The cookie
+is HttpOnly, SameSite=Lax, limited to `/explorer`, and Secure when the service is
+served over https.
+
+Nothing is trusted from the cookie beyond "this browser signed in with that key":
+every page load, websocket handshake and explorer action re-reads the key and the
+buyer from the store (`check`), so a revoked key or a suspended buyer loses the
+session at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from typing import Mapping
+from urllib.parse import quote, urlsplit
+
+from bokeh.server.auth_provider import AuthProvider
+from sqlalchemy.orm import Session, sessionmaker
+from tornado.ioloop import IOLoop
+from tornado.web import RequestHandler, create_signed_value, decode_signed_value
+
+from store import accounts
+from store.db import transaction
+from store.errors import Forbidden, LineupsError, Unauthorized
+from store.schema import ApiKey, Buyer
+
+APP_PATH = "/explorer"
+LOGIN_PATH = "/explorer/login"
+LOGOUT_PATH = "/explorer/logout"
+COOKIE = "lineups_explorer"
+#: How long a signed session cookie stays valid, whatever the browser keeps.
+MAX_AGE_DAYS = 7
+
+
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    """Who signed in: the buyer and the row of the API key they used."""
+
+    buyer_id: str
+    key_id: str
+
+    def text(self) -> str:
+        return f"{self.buyer_id} {self.key_id}"
+
+    @classmethod
+    def parse(cls, text: str) -> "Identity | None":
+        parts = text.split(" ")
+        return cls(*parts) if len(parts) == 2 and all(parts) else None
+
+
+class CookieCodec:
+    """Signs and reads the session cookie with the service's signing secrets
+    (newest first: the first signs, all verify)."""
+
+    def __init__(self, secrets: tuple[str, ...]):
+        if not secrets:
+            raise ValueError("the explorer needs at least one signing secret")
+        self.secrets = secrets
+
+    def encode(self, identity: Identity) -> str:
+        return create_signed_value(self.secrets[0], COOKIE, identity.text()).decode("ascii")
+
+    def decode(self, value: str | None) -> Identity | None:
+        """The identity in a cookie value; None when absent, altered, or too old."""
+        if not value:
+            return None
+        for secret in self.secrets:
+            raw = decode_signed_value(secret, COOKIE, value, max_age_days=MAX_AGE_DAYS)
+            if raw is not None:
+                return Identity.parse(raw.decode("utf-8", "replace"))
+        return None
+
+    def from_cookies(self, cookies: Mapping) -> Identity | None:
+        """The identity in a mapping of cookies (plain strings or `Morsel`s)."""
+        value = cookies.get(COOKIE)
+        return self.decode(getattr(value, "value", value))
+
+
+def login(session: Session, key: str) -> Identity:
+    """The identity of an API key, checked as the API checks it (C5).
+
+    Raises Unauthorized for a missing, malformed, unknown or revoked key and
+    Forbidden for a key of a suspended buyer."""
+    key = (key or "").strip()
+    buyer = accounts.authenticate(session, key)
+    row = accounts.find_key(session, key)
+    return Identity(buyer.id, row.id)
+
+
+def check(session: Session, identity: Identity) -> Buyer:
+    """The buyer behind a session, re-read from the store.
+
+    Raises Unauthorized when the key is gone, revoked or no longer the buyer's, and
+    Forbidden when the buyer is suspended."""
+    row = session.get(ApiKey, identity.key_id)
+    if row is None or row.revoked_at is not None or row.buyer_id != identity.buyer_id:
+        raise Unauthorized("This API key was revoked: sign in again")
+    buyer = session.get(Buyer, identity.buyer_id)
+    if buyer is None:
+        raise Unauthorized("This account no longer exists")
+    if buyer.status != "active":
+        raise Forbidden("This buyer account is suspended")
+    return buyer
+
+
+def current_identity(sessions: sessionmaker[Session], codec: CookieCodec, cookie: str | None) -> Identity | None:
+    """The identity of a cookie value when the store still accepts it, else None."""
+    identity = codec.decode(cookie)
+    if identity is None:
+        return None
+    try:
+        with transaction(sessions) as session:
+            check(session, identity)
+    except LineupsError:
+        return None
+    return identity
+
+
+class ExplorerAuth(AuthProvider):
+    """Guards the Panel app: Bokeh asks `get_user` on every page load and websocket
+    handshake and sends whoever has no valid session to the login page.
+
+    The login and logout pages are not this provider's handlers (Bokeh would mount
+    them without arguments); `explorer_routes` mounts them with their dependencies."""
+
+    def __init__(self, sessions: sessionmaker[Session], codec: CookieCodec):
+        self._sessions = sessions
+        self._codec = codec
+        super().__init__()
+
+    @property
+    def get_user(self):
+        def user(handler: RequestHandler) -> str | None:
+            identity = current_identity(self._sessions, self._codec, handler.get_cookie(COOKIE))
+            return identity.text() if identity else None
+
+        return user
+
+    @property
+    def login_url(self) -> str:
+        # Panel redirects to "." + login_url, relative to the requested page, which is
+        # /explorer or /explorer/; Bokeh's own handlers join it to the prefix. "/.."
+        # resolves to /explorer/login from either page and for either joining rule.
+        return "/.." + LOGIN_PATH
+
+
+class _AuthPageHandler(RequestHandler):
+    """Shared by the login and logout pages: dependencies and the cookie."""
+
+    def initialize(self, sessions: sessionmaker[Session], codec: CookieCodec, secure: bool = False):
+        self.sessions = sessions
+        self.codec = codec
+        self.secure = secure
+
+    def set_default_headers(self) -> None:
+        self.set_header("Cache-Control", "no-store")
+        self.set_header("Referrer-Policy", "no-referrer")
+        self.set_header("X-Frame-Options", "DENY")
+
+    def clear_session(self) -> None:
+        self.clear_cookie(COOKIE, path=APP_PATH)
+
+
+class LoginHandler(_AuthPageHandler):
+    """GET shows the sign-in form; POST checks the key and starts the session."""
+
+    async def get(self) -> None:
+        notice = ""
+        cookie = self.get_cookie(COOKIE)
+        if cookie:
+            identity = await IOLoop.current().run_in_executor(
+                None, current_identity, self.sessions, self.codec, cookie
+            )
+            if identity is not None:  # signed in already
+                self.redirect(self._next())
+                return
+            # A cookie that brought the browser here no longer opens the app.
+            self.clear_session()
+            notice = "Your session has ended. Please sign in again."
+        if self.get_argument("logged_out", None):
+            notice = "You are signed out."
+        self.write(login_page(self.xsrf_form_html(), self._next(), notice=notice))
+
+    async def post(self) -> None:
+        self.check_xsrf_cookie()
+        key = self.get_body_argument("api_key", "")
+        try:
+            identity = await IOLoop.current().run_in_executor(None, self._login, key)
+        except LineupsError as error:
+            self.set_status(error.status)
+            message = "That API key is not valid." if isinstance(error, Unauthorized) else error.message
+            self.write(login_page(self.xsrf_form_html(), self._next(), error=message))
+            return
+        self.set_cookie(
+            COOKIE,
+            self.codec.encode(identity),
+            path=APP_PATH,
+            httponly=True,
+            samesite="Lax",
+            secure=self.secure or self.request.protocol == "https",
+        )
+        self.redirect(self._next())
+
+    def _login(self, key: str) -> Identity:
+        with transaction(self.sessions) as session:
+            return login(session, key)
+
+    def _next(self) -> str:
+        """Where to go after signing in: a path of the explorer only, never elsewhere."""
+        home = APP_PATH + "/"  # the app's own address (Panel redirects /explorer there)
+        target = self.get_argument("next", home)
+        parts = urlsplit(target)
+        if parts.scheme or parts.netloc or not parts.path.startswith(APP_PATH) or parts.path.startswith(LOGIN_PATH):
+            return home
+        return home if parts.path == APP_PATH and not parts.query else target
+
+
+class LogoutHandler(_AuthPageHandler):
+    """Ends the session and shows the sign-in form again."""
+
+    def get(self) -> None:
+        self.clear_session()
+        self.redirect(f"{LOGIN_PATH}?logged_out=1")
+
+
+def login_page(xsrf_field: str, next_url: str, error: str = "", notice: str = "") -> str:
+    """The sign-in page: one field for the API key, no external resources."""
+    message = ""
+    if error:
+        message = f'<p class="error" role="alert">{html.escape(error)}</p>'
+    elif notice:
+        message = f'<p class="notice">{html.escape(notice)}</p>'
+    action = f"{LOGIN_PATH}?next={quote(next_url, safe='/')}"
+    return _LOGIN_TEMPLATE.format(action=html.escape(action), xsrf=xsrf_field, message=message)
+
+
+_LOGIN_TEMPLATE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Sign in · Lineups explorer</title>
+<style>
+ body {{ font-family: system-ui, sans-serif; background: #f4f6f8; margin: 0; }}
+ main {{ max-width: 26rem; margin: 12vh auto; background: #fff; padding: 2rem 2.2rem;
+        border-radius: 8px; box-shadow: 0 2px 10px rgba(0,0,0,.08); }}
+ h1 {{ font-size: 1.4rem; margin: 0 0 .3rem; color: #0b3c5d; }}
+ p.lead {{ color: #555; margin: 0 0 1.4rem; }}
+ label {{ display: block; font-weight: 600; margin-bottom: .4rem; }}
+ input[type=password] {{ width: 100%; box-sizing: border-box; padding: .6rem; font-size: 1rem;
+        border: 1px solid #b8c2cc; border-radius: 4px; font-family: monospace; }}
+ button {{ margin-top: 1.2rem; width: 100%; padding: .7rem; font-size: 1rem; color: #fff;
+        background: #0b5cab; border: 0; border-radius: 4px; cursor: pointer; }}
+ .error {{ color: #a30000; background: #fdecec; padding: .6rem; border-radius: 4px; }}
+ .notice {{ color: #0b3c5d; background: #e8f1fb; padding: .6rem; border-radius: 4px; }}
+</style></head>
+<body><main>
+<h1>Lineups explorer</h1>
+<p class="lead">Sign in with your API key to filter, download and share your lineups.</p>
+{message}
+<form method="post" action="{action}">
+{xsrf}
+<label for="api_key">API key</label>
+<input type="password" id="api_key" name="api_key" autocomplete="off" placeholder="lk_…" required autofocus>
+<button type="submit">Sign in</button>
+</form>
+</main></body></html>
+"""

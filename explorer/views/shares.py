@@ -1,0 +1,129 @@
+"""The share links screen: create a link from the current filters, copy its URL or
+spreadsheet formula, list the buyer's links and revoke one after a confirmation."""
+
+from __future__ import annotations
+
+import panel as pn
+import param
+from panel.viewable import Viewer
+
+from explorer.shares import SharesModel
+
+#: Copies the text of `source` (a TextInput); falls back to a hidden textarea where
+#: the Clipboard API is not available (plain http on a non-local host).
+COPY_JS = """
+const text = source.value;
+function fallback() {
+  const area = document.createElement('textarea');
+  area.value = text; area.setAttribute('readonly', ''); area.style.position = 'fixed'; area.style.opacity = '0';
+  document.body.appendChild(area); area.select(); document.execCommand('copy'); document.body.removeChild(area);
+}
+if (navigator.clipboard && window.isSecureContext) {
+  navigator.clipboard.writeText(text).catch(fallback);
+} else {
+  fallback();
+}
+button.label = 'Copied';
+setTimeout(() => { button.label = label; }, 1500);
+"""
+
+
+def copy_button(source: pn.widgets.TextInput, label: str) -> pn.widgets.Button:
+    """A small button that copies `source`'s text to the clipboard in the browser."""
+    button = pn.widgets.Button(label=label, color="default", variant="outline", width=120, margin=(28, 5, 5, 5), css_classes=["copy-button"])
+    button.js_on_click(args={"source": source, "button": button, "label": label}, code=COPY_JS)
+    return button
+
+
+class SharesView(Viewer):
+    """Create, list and revoke share links (C8)."""
+
+    model = param.ClassSelector(class_=SharesModel, constant=True)
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        model = self.model
+        self._create = pn.widgets.Button.from_param(
+            model.param.create, color="primary", width=200, css_classes=["create-link"]
+        )
+        self._url = pn.widgets.TextInput.from_param(
+            model.param.url, name="Link URL", disabled=False, sizing_mode="stretch_width", css_classes=["link-url"]
+        )
+        self._formula = pn.widgets.TextInput.from_param(
+            model.param.formula, name="Spreadsheet formula", sizing_mode="stretch_width", css_classes=["link-formula"]
+        )
+        self._links = pn.widgets.Tabulator(
+            model.table, buttons={"revoke": "Revoke"}, hidden_columns=["id"], disabled=True,
+            show_index=False, selectable=False, layout="fit_data_table", sizing_mode="stretch_width",
+            titles={"filters": "Filters", "created": "Created", "last_used": "Last used", "uses": "Uses", "status": "Status"},
+            css_classes=["links-table"], height=360,
+        )
+        self._links.on_click(self._clicked)
+        # Built once and shown or hidden: the URL widgets stay the same objects.
+        created = model.param.url.rx.bool()
+        self._hint = pn.pane.Markdown(
+            "A share link serves the whole result of your current filters as CSV, "
+            "so a spreadsheet can import it and stay up to date.",
+            visible=created.rx.not_(), css_classes=["link-hint"],
+        )
+        self._created = pn.Column(
+            pn.pane.Markdown(model.param.created_summary.rx.pipe(lambda text: f"**New link:** {text}"), css_classes=["created-link"]),
+            pn.Row(self._url, copy_button(self._url, "Copy URL"), sizing_mode="stretch_width"),
+            pn.Row(self._formula, copy_button(self._formula, "Copy formula"), sizing_mode="stretch_width"),
+            pn.pane.Markdown(
+                "Paste the formula into a cell of Google Sheets (`IMPORTDATA`); in Excel use "
+                "*Data → From Web* with the URL.", css_classes=["formula-hint"],
+            ),
+            visible=created, sizing_mode="stretch_width",
+        )
+
+    def _clicked(self, event) -> None:
+        if event.column == "revoke":
+            self.model.request_revoke(str(self.model.table()["id"].iloc[event.row]))
+
+    @param.depends("model.filters.param")
+    def _current(self):
+        return pn.pane.Markdown(
+            f"**Current filters:** {self.model.filters.describe(self.model.account.feed_names)}",
+            css_classes=["current-filters"],
+        )
+
+    @param.depends("model.error", "model.notice")
+    def _messages(self):
+        if self.model.error:
+            return pn.pane.Alert(self.model.error, alert_type="danger", css_classes=["share-error"])
+        if self.model.notice:
+            return pn.pane.Alert(self.model.notice, alert_type="success", css_classes=["share-notice"])
+        return pn.Spacer(height=0)
+
+    @param.depends("model.pending_revoke")
+    def _confirmation(self):
+        if not self.model.pending_revoke:
+            return pn.Spacer(height=0)
+        return pn.Column(
+            pn.pane.Alert(
+                f"**Revoke this link?** {self.model.pending_summary()}. Every spreadsheet or "
+                "script that uses it will get an error from now on. This cannot be undone.",
+                alert_type="warning",
+            ),
+            pn.Row(
+                pn.widgets.Button.from_param(self.model.param.confirm_revoke, color="danger", css_classes=["confirm-revoke"]),
+                pn.widgets.Button.from_param(self.model.param.cancel_revoke, color="default", css_classes=["cancel-revoke"]),
+            ),
+            css_classes=["revoke-confirmation"], sizing_mode="stretch_width",
+        )
+
+    def __panel__(self):
+        return pn.Column(
+            "## Share links",
+            self._current,
+            self._create,
+            self._messages,
+            self._hint,
+            self._created,
+            pn.layout.Divider(),
+            pn.Row("### Your links", pn.widgets.Checkbox.from_param(self.model.param.show_revoked, margin=(22, 20))),
+            self._confirmation,
+            self._links,
+            sizing_mode="stretch_width", max_width=1200,
+        )

@@ -1,0 +1,47 @@
+"""Lineup filters said in words, for people rather than URLs.
+
+The share links list and the explorer's summaries show a frozen /v1/lineups query
+(`{"port": "NLRTM", "latest": "true"}`) as "Port NLRTM · latest call per vessel
+only". Unknown parameters are shown as they are, so nothing a link holds is hidden.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+
+def describe_filters(params: Mapping[str, str], feed_names: Mapping[str, str] | None = None) -> str:
+    """`params` (one value per /v1/lineups parameter) in words; "All lineups" when
+    nothing narrows the result. `feed_names` maps feed ids to names."""
+    feed_names = feed_names or {}
+    params = {k: v for k, v in params.items() if v not in (None, "")}
+    parts: list[str] = []
+    source = params.pop("source", "all")
+    if source.lower() != "all":
+        parts.append(f"feed {feed_names.get(source, source)}")
+    if "port" in params:
+        parts.append(f"port {params.pop('port').upper()}")
+    if "country" in params:
+        parts.append(f"country {params.pop('country')}")
+    if "port_name" in params:
+        parts.append(f"port name contains “{params.pop('port_name')}”")
+    if "commodity" in params:
+        names = [n.strip() for n in params.pop("commodity").split(",") if n.strip()]
+        parts.append("commodity " + " or ".join(names))
+    start, end = params.pop("from", None), params.pop("to", None)
+    if start and end:
+        parts.append(f"from {start} to {end}")
+    elif start:
+        parts.append(f"from {start}")
+    elif end:
+        parts.append(f"until {end}")
+    if params.pop("latest", "false").lower() == "true":
+        parts.append("latest call per vessel and port only")
+    if params.pop("merge", "all").lower() == "by_source":
+        parts.append("one row per feed (not merged)")
+    params.pop("format", None)
+    parts.extend(f"{name}={value}" for name, value in sorted(params.items()))
+    if not parts:
+        return "All lineups"
+    text = " · ".join(parts)
+    return text[0].upper() + text[1:]

@@ -1,0 +1,143 @@
+"""Sign-in over HTTP: the login and logout pages, the session cookie, the redirect of
+unauthenticated requests, the re-check against the store, and the websocket's origin
+check (issue 6, "Login"). A real server on a free port; requests as the client."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+import requests
+from tornado.httpclient import HTTPClientError, HTTPRequest
+from tornado.websocket import websocket_connect
+
+from explorer.app import origins_for
+from explorer.auth import COOKIE
+from store import accounts
+from store.db import transaction
+
+
+@pytest.fixture
+def live(live_explorer):
+    return live_explorer()
+
+
+def test_unauthenticated_requests_go_to_the_login_page(live):
+    for path in ("/explorer", "/explorer/"):
+        response = requests.get(live.base_url + path, allow_redirects=False)
+        assert response.status_code == 302
+        assert requests.compat.urljoin(live.base_url + path, response.headers["Location"]).startswith(
+            f"{live.base_url}/explorer/login?next="
+        )
+    page = requests.get(live.base_url + "/explorer")
+    assert page.url.startswith(f"{live.base_url}/explorer/login")
+    assert 'name="api_key"' in page.text and 'type="password"' in page.text
+    assert page.headers["Cache-Control"] == "no-store"
+
+
+def test_login_sets_a_signed_http_only_session_cookie(live, demo, sign_in):
+    client, response = sign_in(live, demo["api_key"])
+    assert response.status_code == 302 and response.headers["Location"] == "/explorer/"
+    header = response.headers["Set-Cookie"]
+    assert header.startswith(f"{COOKIE}=")
+    assert "HttpOnly" in header and "SameSite=Lax" in header and "Path=/explorer" in header
+    assert demo["api_key"] not in header  # the key itself is never stored in the browser
+    page = client.get(f"{live.base_url}/explorer/")
+    assert page.status_code == 200 and page.url == f"{live.base_url}/explorer/"
+    assert "bokeh" in page.text.lower()
+
+
+@pytest.mark.parametrize("key", ["lk_" + "0" * 32, "not-a-key", ""])
+def test_a_wrong_key_is_refused(live, key, sign_in):
+    client, response = sign_in(live, key)
+    assert response.status_code == 401
+    assert "That API key is not valid." in response.text
+    assert COOKIE not in client.cookies
+
+
+def test_a_suspended_buyer_cannot_sign_in(live, demo, sessions, sign_in):
+    with transaction(sessions) as session:
+        accounts.set_buyer_status(session, accounts.find_buyer(session, demo["buyer_id"]), "suspended")
+    _, response = sign_in(live, demo["api_key"])
+    assert response.status_code == 403 and "suspended" in response.text
+
+
+def test_the_login_form_needs_its_xsrf_token(live, demo):
+    response = requests.post(f"{live.base_url}/explorer/login", data={"api_key": demo["api_key"]}, allow_redirects=False)
+    assert response.status_code == 403
+    assert COOKIE not in response.headers.get("Set-Cookie", "")
+
+
+@pytest.mark.parametrize("target", ["https://evil.example/explorer", "//evil.example/", "/v1/lineups"])
+def test_login_never_redirects_away(live, demo, target, sign_in):
+    _, response = sign_in(live, demo["api_key"], next_url=target)
+    assert response.headers["Location"] == "/explorer/"
+
+
+def test_an_altered_cookie_is_no_session(live, demo, sign_in):
+    client, _ = sign_in(live, demo["api_key"])
+    value = client.cookies[COOKIE]
+    client.cookies.set(COOKIE, value[:-4] + "0000", path="/explorer")
+    response = client.get(f"{live.base_url}/explorer/", allow_redirects=False)
+    assert response.status_code == 302
+
+
+def test_a_revoked_key_loses_the_session(live, demo, sessions, sign_in):
+    client, _ = sign_in(live, demo["api_key"])
+    assert client.get(f"{live.base_url}/explorer/", allow_redirects=False).status_code == 200
+    with transaction(sessions) as session:
+        accounts.revoke_key(session, accounts.find_key(session, demo["api_key"]))
+    response = client.get(f"{live.base_url}/explorer/", allow_redirects=False)
+    assert response.status_code == 302
+    notice = client.get(f"{live.base_url}/explorer/login")
+    assert "Your session has ended" in notice.text
+    assert COOKIE not in client.cookies  # the login page cleared it
+
+
+def test_logout_ends_the_session(live, demo, sign_in):
+    client, _ = sign_in(live, demo["api_key"])
+    response = client.get(f"{live.base_url}/explorer/logout", allow_redirects=False)
+    assert response.status_code == 302 and response.headers["Location"] == "/explorer/login?logged_out=1"
+    assert COOKIE not in client.cookies
+    assert client.get(f"{live.base_url}/explorer/", allow_redirects=False).status_code == 302
+
+
+def test_the_websocket_refuses_foreign_origins(live, demo, sign_in):
+    client, _ = sign_in(live, demo["api_key"])
+    page = client.get(f"{live.base_url}/explorer/").text
+    token = re.search(r'"token":\s*"([^"]+)"', page).group(1)
+    cookie = f"{COOKIE}={client.cookies[COOKIE]}"
+
+    async def connect(origin: str, with_cookie: bool = True):
+        headers = {"Origin": origin, **({"Cookie": cookie} if with_cookie else {})}
+        request = HTTPRequest(f"ws://127.0.0.1:{live.port}/explorer/ws", headers=headers)
+        connection = await websocket_connect(request, subprotocols=["bokeh", token])
+        connection.close()
+
+    asyncio.run(connect(live.base_url))
+    with pytest.raises(HTTPClientError) as refused:
+        asyncio.run(connect("http://evil.example"))
+    assert refused.value.code == 403
+    with pytest.raises(HTTPClientError) as anonymous:
+        asyncio.run(connect(live.base_url, with_cookie=False))
+    assert anonymous.value.code == 403
+
+
+def test_origins_are_the_served_host():
+    assert origins_for("https://lineups.example.com") == ["lineups.example.com:443"]
+    assert origins_for("http://127.0.0.1:8000", "127.0.0.1", 8000) == ["127.0.0.1:8000", "localhost:8000"]
+    assert origins_for("https://lineups.example.com", "0.0.0.0", 8000) == ["lineups.example.com:443"]
+
+
+def test_unknown_explorer_paths_are_the_contracts_404(live):
+    response = requests.get(f"{live.base_url}/explorer/nothing/here")
+    assert response.status_code == 404
+    assert response.json() == {"error": {"code": "NOT_FOUND", "message": "No such resource: /explorer/nothing/here", "details": None}}
+
+
+def test_the_login_page_sends_a_signed_in_browser_to_the_app(live, demo, sign_in):
+    client, _ = sign_in(live, demo["api_key"])
+    response = client.get(f"{live.base_url}/explorer/login", allow_redirects=False)
+    assert response.status_code == 302 and response.headers["Location"] == "/explorer/"
+    assert COOKIE in client.cookies

@@ -1,0 +1,66 @@
+"""The explorer mounted in the API's application on one port, the way `lineups serve`
+composes them: `/explorer` is the explorer, and every other path keeps the API's
+handling, JSON 404 and 405 bodies included (C5)."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+
+api_app = pytest.importorskip("api.app")
+
+
+@pytest.fixture
+def live(live_explorer, context):
+    def host(explorer):
+        # One LineupService for both: the explorer and the API share the merge caches.
+        return api_app.make_app(
+            _settings(context), context.sessions, context.service, extra_routes=lambda deps: explorer.routes()
+        )
+
+    return live_explorer(host)
+
+
+def _settings(context):
+    """The API's settings for the same secrets and base URL (its store is `sessions`)."""
+    from store.settings import Settings
+
+    return Settings(db_url="sqlite://", secrets=context.secrets, base_url=context.base_url)
+
+
+def test_the_api_keeps_its_errors(live):
+    for path in ("/v1/nothing", "/nothing", "/explorerx"):
+        response = requests.get(live.base_url + path)
+        assert response.status_code == 404, path
+        assert response.json()["error"]["code"] == "NOT_FOUND"
+    refused = requests.post(f"{live.base_url}/v1/lineups")
+    assert refused.status_code == 405 and refused.json()["error"]["code"] == "NOT_FOUND"
+
+
+def test_the_api_and_the_explorer_answer_on_one_port(live, demo, sign_in):
+    lineups = requests.get(f"{live.base_url}/v1/lineups", params={"limit": 2}, headers={"X-API-Key": demo["api_key"]})
+    assert lineups.status_code == 200 and len(lineups.json()["data"]) == 2
+    anonymous = requests.get(f"{live.base_url}/explorer", allow_redirects=False)
+    assert anonymous.status_code == 302 and "/explorer/login" in anonymous.headers["Location"]
+    client, response = sign_in(live, demo["api_key"])
+    assert response.status_code == 302
+    page = client.get(f"{live.base_url}/explorer/")
+    assert page.status_code == 200 and "bokeh" in page.text.lower()
+    assert requests.get(f"{live.base_url}/explorer/static/js/bokeh.min.js").status_code == 200
+
+
+def test_a_link_made_in_the_explorer_serves_its_rows_until_revoked(live, account):
+    from explorer.shares import SharesModel
+    from explorer.state import LineupsModel
+
+    lineups = LineupsModel(account)
+    lineups.filters.param.update(port="BRSSZ", commodity=["Soybeans"])
+    shares = SharesModel(account, lineups.filters)
+    shares.param.trigger("create")
+    path = "/v1/share/" + shares.url.rsplit("/v1/share/", 1)[1]
+    served = requests.get(live.base_url + path)
+    assert served.status_code == 200, served.text
+    assert served.content == lineups.csv_file().getvalue()  # the same rows, the same text
+    shares.request_revoke(shares.created_id)
+    shares.param.trigger("confirm_revoke")
+    assert requests.get(live.base_url + path).status_code == 401
