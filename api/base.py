@@ -19,6 +19,7 @@ Dependencies arrive through `initialize()` from the route table, never as global
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import re
 import threading
@@ -37,6 +38,7 @@ from api.cursors import CursorCodec
 from api.ratelimit import Hit, Limiter
 from api.rowcache import RowCache
 from store import accounts
+from store.accounts import FeedVersion
 from store.errors import (
     Forbidden,
     InternalError,
@@ -55,6 +57,10 @@ ALLOWED_METHODS = ("GET", "HEAD")
 #: `last_used_at` of a key is written at most this often (seconds) per process.
 TOUCH_INTERVAL = 60.0
 _SHARE_PATH = re.compile(r"^/v1/share/[^/?#]+")
+#: Key-shaped text (C5: `lk_` and 32 hex digits; any case or length, typos included).
+_KEY_LIKE = re.compile(r"(?<![0-9a-z])lk_[0-9a-z]+", re.IGNORECASE)
+#: Token-shaped text (itsdangerous: base64url payload, a dot, a 27-character signature).
+_TOKEN_LIKE = re.compile(r"\.?[\w-]+\.[\w-]{27}(?![\w-])", re.ASCII)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +98,12 @@ class KeyTouches:
 
 class RequestSession:
     """One session per request: opened on first use in a worker thread, used by one
-    thread at a time, closed after the request."""
+    thread at a time, closed after the request.
+
+    Each step ends its transaction, which hands the connection back to the pool: a
+    request waiting for a worker thread between two steps must not hold one, or a
+    burst of more requests than the pool has connections leaves every thread waiting
+    for a connection that only a waiting request can give back."""
 
     def __init__(self, factory: sessionmaker[Session]):
         self._factory = factory
@@ -108,10 +119,12 @@ class RequestSession:
             if self._session is None:
                 self._session = self._factory()
             try:
-                return work(self._session, *args)
+                result = work(self._session, *args)
             except BaseException:
                 self._session.rollback()
                 raise
+            self._session.commit()  # expire_on_commit=False: what `work` returned stays loaded
+            return result
 
     def close(self) -> None:
         with self._lock:
@@ -120,9 +133,11 @@ class RequestSession:
                 self._session = None
 
 
-def redact(path: str) -> str:
-    """A request path fit for logs: share-link tokens are secrets (C8)."""
-    return _SHARE_PATH.sub("/v1/share/<token>", path)
+def redact(text: str) -> str:
+    """A request path or message fit for logs (C8): share-link tokens, and keys or
+    tokens a client put anywhere else in a path or parameter, are masked."""
+    text = _SHARE_PATH.sub("/v1/share/<token>", text)
+    return _TOKEN_LIKE.sub("<token>", _KEY_LIKE.sub("lk_<redacted>", text))
 
 
 class BaseHandler(RequestHandler):
@@ -136,6 +151,8 @@ class BaseHandler(RequestHandler):
     def initialize(self, deps: Dependencies) -> None:
         self.deps = deps
         self.buyer_id: str | None = None
+        #: The buyer's entitled feeds, read with the key (`accounts.admit`).
+        self.entitled: tuple[FeedVersion, ...] | None = None
         self.rate_hit: Hit | None = None
         self.db = RequestSession(deps.sessions)
 
@@ -157,7 +174,8 @@ class BaseHandler(RequestHandler):
         failure: LineupsError | None = None
         if self.requires_key or self.rate_limited:
             key = self.request.headers.get("X-API-Key")
-            self.buyer_id, failure, self.rate_hit = await self.run(self._admit, key, self.request.remote_ip)
+            admit = functools.partial(self._admit, key, self.request.remote_ip)
+            self.buyer_id, failure, self.rate_hit = await IOLoop.current().run_in_executor(self.deps.executor, admit)
         if self.rate_hit is not None:
             self.set_default_headers()
             if not self.rate_hit.allowed:
@@ -171,18 +189,22 @@ class BaseHandler(RequestHandler):
         if failure is not None and self.requires_key:
             raise failure
 
-    def _admit(self, session: Session, key: str | None, address: str) -> tuple[str | None, LineupsError | None, Hit | None]:
-        """The buyer of `key` (or why not) and the rate limiter's verdict. A known key,
-        even a suspended buyer's, is counted as itself; anything else per client
-        address, so that keys cannot be guessed at speed (C5)."""
+    def _admit(self, key: str | None, address: str) -> tuple[str | None, LineupsError | None, Hit | None]:
+        """The buyer of `key` (or why not), with its entitled feeds (`self.entitled`),
+        and the rate limiter's verdict. A known key, even a suspended buyer's, is
+        counted as itself; anything else per client address, so that keys cannot be
+        guessed at speed (C5). Runs on the executor, with a connection of its own for
+        the one query (every request pays this step: no ORM session)."""
         buyer_id, failure = None, None
         key_hash = accounts.hash_key(key) if key and accounts.KEY_PATTERN.match(key) else None
         if key:
             try:
-                buyer_id = accounts.authenticate(session, key, touch=False).id
-                if self.deps.touches.due(key_hash):  # only known keys reach this line
-                    accounts.authenticate(session, key, touch=True)
-                    session.commit()
+                with self.deps.sessions.kw["bind"].connect() as connection:
+                    admission = accounts.admit(connection, key)
+                    buyer_id, self.entitled = admission.buyer_id, admission.feeds
+                    if self.deps.touches.due(key_hash):  # only known keys reach this line
+                        accounts.touch_key(connection, key)
+                        connection.commit()
             except (Unauthorized, Forbidden) as exc:
                 failure = exc
         else:
@@ -280,7 +302,7 @@ class BaseHandler(RequestHandler):
         """Log failures without headers or query strings (keys and tokens stay out)."""
         where = f"{self.request.method} {redact(self.request.path)}"
         if isinstance(value, LineupsError) and value.status < 500:
-            log.debug("%s: %s %s (request id %s)", where, value.code, value.message, self.request_id)
+            log.debug("%s: %s %s (request id %s)", where, value.code, redact(value.message), self.request_id)
         elif isinstance(value, HTTPError):
             log.warning("%s: HTTP %d (request id %s)", where, value.status_code, self.request_id)
         else:

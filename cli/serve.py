@@ -1,18 +1,34 @@
-"""`lineups serve`: one process that serves the API (contract C10, C11).
+"""`lineups serve`: the API on one port, in one or several processes (contract C10,
+C11, production issue).
 
-It opens (or creates) the store, with `--demo` loads the demo data set into an empty
-store, prints the API key and URLs to try, and serves until SIGINT or SIGTERM, then
-stops taking connections and finishes cleanly. The explorer and share links join the
-same application through `api.app.make_app(extra_routes=...)`.
+It checks the configuration and the store (a missing `LINEUPS_SECRET` with
+PostgreSQL, or a schema that is behind, is a start-up error that says what to do),
+with `--demo` loads the demo data set into an empty store, prints the API key and
+URLs to try, binds the port, and then serves:
+
+- `--processes 1` (the default): this process serves;
+- `--processes N`: N forked workers accept on the one port, supervised by this
+  process (`cli.supervisor`), which replaces a worker that dies.
+
+Each serving process makes its engine, pools, lineup caches and rate limiter itself
+(`run_worker`), after any fork. `--redis URL` (or `LINEUPS_REDIS`) shares the rate
+limits through Redis; without it each process counts alone. SIGTERM or SIGINT: stop
+taking connections, finish the requests in flight (up to `SHUTDOWN_GRACE` seconds),
+exit 0. The application is composed in one place, `make_server_app`, where the
+explorer and share links join the API.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import logging
 import os
 import signal
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Protocol
 
 import click
 from sqlalchemy import func, select
@@ -20,34 +36,112 @@ from sqlalchemy import func, select
 from cli.main import common, lineups
 from store import accounts
 from store.db import transaction
-from store.errors import ValidationError
+from store.errors import LineupsError, ValidationError
 from store.schema import Buyer, Feed
+from store.settings import Settings, SettingsError
 
+if TYPE_CHECKING:
+    from tornado.web import Application
+
+log = logging.getLogger("lineups.server")
 DEMO_BUYER = "Demo Buyer"
 DEMO_RECORDS = 5000
 DEMO_SEED = 7
-#: Seconds that open requests get to finish after a stop signal.
-SHUTDOWN_GRACE = 5.0
+#: Seconds that requests in flight get to finish after a stop signal.
+SHUTDOWN_GRACE = 10.0
+#: Worker threads for store and merge work per server process.
+WORKER_THREADS = 8
+LOG_FORMAT = "%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s"
 
 
 @lineups.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
 @click.option("--demo", is_flag=True, help="Load the demo data set into an empty store first and print its API key.")
+@click.option("--processes", default=1, show_default=True, type=click.IntRange(1, 256),
+              help="Server processes accepting on the port.")
+@click.option("--redis", "redis_url", metavar="URL", default=None,
+              help="Redis URL for rate limits shared by every process (default $LINEUPS_REDIS).")
+@click.option("--rate-limit", type=click.IntRange(1), default=None, hidden=True,
+              help="Requests per key per rolling minute (default $LINEUPS_RATE_LIMIT, else 100).")
 @click.option("--base-url", metavar="URL", default=None, help="Public address of the service (default http://HOST:PORT).")
 @common
-def serve(ctx, host: str, port: int, demo: bool) -> None:
+def serve(ctx, host: str, port: int, demo: bool, processes: int, redis_url: str | None, rate_limit: int | None) -> None:
     """Serve the REST API."""
+    settings = _settings(ctx, host, port, redis_url=redis_url, rate_limit=rate_limit)
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    _check_secrets(settings)
+    _check_redis(settings.redis_url)
+    api_key = _prepare_demo(ctx) if demo else None
+    ctx.sessions.kw["bind"].dispose()  # the store is checked; each worker opens its own
+    sockets = _bind(host, port)
+    if ctx.as_json:
+        ctx.emit({"base_url": settings.base_url, "api_key": api_key})
+    else:
+        _print_welcome(settings.base_url, api_key, processes)
+    _load_code()
+    work = functools.partial(run_worker, settings, sockets, supervised=processes > 1)
+    if processes == 1:
+        work(0)
+        return
+    from cli.supervisor import Supervisor
+
+    sys.exit(Supervisor(processes, work, sockets, kill_after=SHUTDOWN_GRACE + 20).run())
+
+
+def _settings(ctx, host: str, port: int, **flags) -> Settings:
+    """The context's settings with this command's flags, and a base URL of the
+    listening address unless one is configured."""
     if ctx.base_url is None and not os.environ.get("LINEUPS_BASE_URL"):
         shown_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
         ctx.base_url = f"http://{shown_host}:{port}"
-    api_key = _prepare_demo(ctx) if demo else None
-    if not ctx.as_json:
-        _print_welcome(ctx.settings.base_url, api_key)
-    else:
-        ctx.emit({"base_url": ctx.settings.base_url, "api_key": api_key})
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(_serve(ctx, host, port))
+    ctx.settings = dataclasses.replace(ctx.settings, **{k: v for k, v in flags.items() if v is not None})
+    return ctx.settings
+
+
+def _load_code() -> None:
+    """Import the server's modules in this process, before any fork, so that the
+    workers start at once and share the pages."""
+    import api.app  # noqa: F401
+    import api.server  # noqa: F401
+    import explorer.app  # noqa: F401  (Panel and Bokeh take a second to import)
+
+
+def _check_secrets(settings: Settings) -> None:
+    """Refuse to start without a signing secret where one must be configured."""
+    try:
+        settings.signing_secrets()
+    except SettingsError as exc:
+        raise LineupsError(str(exc)) from exc
+
+
+def _check_redis(url: str | None) -> None:
+    """Refuse a Redis URL that is no URL; only warn when Redis does not answer, since
+    the server serves on with per-process limits until it does (documented)."""
+    if not url:
+        return
+    import redis
+
+    try:
+        client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
+    except ValueError as exc:
+        raise LineupsError(f"--redis / LINEUPS_REDIS is not a Redis URL: {exc}") from exc
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        log.warning("Redis is not answering (%s): rate limits are per process until it does", type(exc).__name__)
+    finally:
+        client.close()
+
+
+def _bind(host: str, port: int) -> list:
+    """The listening sockets, bound before any fork so that every worker shares them."""
+    from tornado.netutil import bind_sockets
+
+    try:
+        return bind_sockets(port, host or None)
+    except OSError as exc:
+        raise LineupsError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
 
 
 def _prepare_demo(ctx) -> str:
@@ -73,11 +167,12 @@ def _prepare_demo(ctx) -> str:
     return payload["api_key"]
 
 
-def _print_welcome(base_url: str, api_key: str | None) -> None:
+def _print_welcome(base_url: str, api_key: str | None, processes: int = 1) -> None:
     key = api_key or "<API_KEY>"
     if api_key:
         click.echo(f"\nDemo buyer API key: {api_key}   (shown once; keep it)")
-    click.echo(f"\nServing the lineup API at {base_url}/v1  (Ctrl+C stops)\nTry:\n")
+    workers = f" by {processes} processes" if processes > 1 else ""
+    click.echo(f"\nServing the lineup API at {base_url}/v1{workers}  (Ctrl+C stops)\nTry:\n")
     for path in (
         "/v1/sources",
         "/v1/lineups?limit=5",
@@ -87,40 +182,109 @@ def _print_welcome(base_url: str, api_key: str | None) -> None:
         click.echo(f"  curl -H 'X-API-Key: {key}' '{base_url}{path}'")
     click.echo(f"  curl '{base_url}/v1/openapi.json'")
     click.echo(f"  curl '{base_url}/healthz'\n")
+    click.echo(f"The data explorer: {base_url}/explorer  (sign in with the API key)\n")
 
 
-def make_server_app(ctx, executor: ThreadPoolExecutor):
-    """The application for `ctx`'s store: the API (and, later, the explorer and share
-    links through `extra_routes`)."""
+class Service(Protocol):
+    """A part of the application with work of its own on the event loop (the
+    explorer's session housekeeping): started once the loop runs, stopped on drain."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+@dataclasses.dataclass
+class ServerApp:
+    """What one server process serves."""
+
+    app: "Application"
+    services: list[Service] = dataclasses.field(default_factory=list)
+
+
+def make_server_app(
+    settings: Settings, sessions, executor: ThreadPoolExecutor, address: tuple[str, int] | None = None
+) -> ServerApp:
+    """The application of one server process over `sessions`: the API, the share
+    links and the explorer at /explorer, over one LineupService (one merge cache per
+    process, shared by the API and the explorer). `address` is the listening host
+    and port, whose pages may also open the explorer's websocket. Called in each
+    process after any fork, so the lineup caches, the rate limiter's connections and
+    the explorer's sessions belong to that process."""
     from api.app import make_app
+    from api.ratelimit import MemoryLimiter
+    from explorer.app import ExplorerApp, origins_for
+    from explorer.session import ExplorerContext
     from store.lineups import LineupService
 
-    limiter = None
-    if ctx.settings.redis_url:  # shared counts across processes (C5)
+    if settings.redis_url:  # counts shared by every process (C5)
         from api.ratelimit_redis import RedisLimiter
 
-        limiter = RedisLimiter(ctx.settings.redis_url)
-    return make_app(ctx.settings, ctx.sessions, LineupService(), limiter=limiter, executor=executor)
+        limiter = RedisLimiter(settings.redis_url, limit=settings.rate_limit)
+    else:
+        limiter = MemoryLimiter(settings.rate_limit)
+    service = LineupService()
+    explorer = ExplorerApp(
+        ExplorerContext(sessions, service, settings.signing_secrets(), settings.base_url),
+        websocket_origins=origins_for(settings.base_url, *(address or (None, None))),
+    )
+    app = make_app(
+        settings, sessions, service, limiter=limiter, executor=executor,
+        extra_routes=lambda deps: explorer.routes(),
+    )
+    return ServerApp(app, [explorer])
 
 
-async def _serve(ctx, host: str, port: int) -> None:
-    from tornado.httpserver import HTTPServer
+def run_worker(settings: Settings, sockets: list, index: int, supervised: bool = False) -> None:
+    """Serve on `sockets` in this process until SIGTERM or SIGINT (or, `supervised`,
+    until the parent process is gone), then drain."""
+    asyncio.run(_serve(settings, sockets, index, supervised))
 
-    executor = ThreadPoolExecutor(8, thread_name_prefix="lineups-api")
-    server = HTTPServer(make_server_app(ctx, executor))
-    server.listen(port, host)
+
+async def _serve(settings: Settings, sockets: list, index: int, supervised: bool) -> None:
+    from api.server import DrainingServer
+    from store.db import engine_for, make_sessionmaker
+
+    engine = engine_for(settings)
+    executor = ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="lineups-api")
+    served = make_server_app(settings, make_sessionmaker(engine), executor, sockets[0].getsockname()[:2])
+    for service in served.services:  # before any request is taken (the explorer warms up)
+        service.start()
+    server = DrainingServer(served.app, xheaders=settings.trust_proxy)
+    server.add_sockets(sockets)
+    limits = "shared in Redis" if settings.redis_url else "per process"
+    log.info("Worker %d serving (rate limit %d/min %s)", index, settings.rate_limit, limits)
+
+    await _stop_requested(supervised)
+    log.info("Worker %d stopping: no new connections; finishing %d request(s) in flight", index, server.in_flight)
+    await server.drain(SHUTDOWN_GRACE)
+    for service in reversed(served.services):
+        service.stop()
+    executor.shutdown(wait=False, cancel_futures=True)
+    engine.dispose()
+    log.info("Worker %d stopped", index)
+
+
+async def _stop_requested(supervised: bool) -> None:
+    """Wait for SIGTERM or SIGINT or, in a supervised worker, for the parent process
+    to be gone (a parent killed outright cannot pass the signal on: no orphans)."""
+    from tornado.ioloop import PeriodicCallback
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    parent = os.getppid()
+
+    def check_parent() -> None:
+        if os.getppid() != parent:
+            log.warning("The server's parent process %d is gone: stopping", parent)
+            stop.set()
+
+    watch = PeriodicCallback(check_parent, 1000)
+    if supervised:
+        watch.start()
     try:
         await stop.wait()
     finally:
-        click.echo("\nStopping: no new connections; finishing open requests…", err=True)
-        server.stop()
-        try:
-            await asyncio.wait_for(server.close_all_connections(), SHUTDOWN_GRACE)
-        except asyncio.TimeoutError:  # pragma: no cover - a request that hangs
-            pass
-        executor.shutdown(wait=False, cancel_futures=True)
-        click.echo("Stopped.", err=True)
+        watch.stop()

@@ -15,6 +15,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from store.ports import default_directory
 from store.schema import Port
 
+#: Seconds to wait for a new PostgreSQL connection.
+CONNECT_TIMEOUT_S = 5
+
 
 def make_engine(db_url: str, statement_timeout_ms: int = 30_000, schema: str | None = None) -> Engine:
     """An engine for `db_url` with connections checked on checkout.
@@ -41,6 +44,9 @@ def make_engine(db_url: str, statement_timeout_ms: int = 30_000, schema: str | N
         if schema:
             options += f" -c search_path={schema}"
         connect_args["options"] = options
+        # A database host that does not answer fails a request in seconds, not after
+        # the operating system's TCP timeout of minutes.
+        connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
     return create_engine(
         db_url,
         pool_pre_ping=True,

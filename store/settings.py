@@ -32,6 +32,12 @@ class Settings:
     secrets: tuple[str, ...] = ()
     base_url: str = "http://127.0.0.1:8000"
     redis_url: str | None = None
+    #: Requests per API key (or share link, or client address) per rolling minute
+    #: (C5: 100). Settable for load tests; the contract's products use the default.
+    rate_limit: int = 100
+    #: Take the client address from X-Real-IP / X-Forwarded-For (set behind a proxy
+    #: that writes them; never when clients reach the server directly).
+    trust_proxy: bool = False
     share_ceiling: int = 100_000
     statement_timeout_ms: int = 30_000
 
@@ -45,6 +51,8 @@ class Settings:
             "db_schema": env.get("LINEUPS_DB_SCHEMA") or None,
             "base_url": env.get("LINEUPS_BASE_URL") or cls.base_url,
             "redis_url": env.get("LINEUPS_REDIS") or None,
+            "rate_limit": int(env.get("LINEUPS_RATE_LIMIT") or cls.rate_limit),
+            "trust_proxy": (env.get("LINEUPS_TRUST_PROXY") or "").strip().lower() in ("1", "true", "yes"),
             "share_ceiling": int(env.get("LINEUPS_SHARE_CEILING") or cls.share_ceiling),
         }
         raw_secret = env.get("LINEUPS_SECRET") or ""

@@ -47,7 +47,7 @@ def wait_until_up(port: int, process: subprocess.Popen) -> None:
         try:
             if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
                 return
-        except requests.ConnectionError:
+        except requests.RequestException:  # not listening yet, or still starting up
             time.sleep(0.1)
     pytest.fail("the server did not come up")
 

@@ -87,7 +87,7 @@ def served(tmp_path_factory):
             try:
                 if requests.get(f"{base_url}/explorer/login", timeout=2).status_code == 200:
                     break
-            except requests.ConnectionError:
+            except requests.RequestException:  # not listening yet, or still starting up
                 pass
             if server.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"the explorer did not start:\n{(folder / 'server.log').read_text()}")

@@ -1,0 +1,125 @@
+"""Several server processes on one port (production issue): a killed worker is
+replaced while the others keep serving, and an ingest made by the command line is
+seen by every worker's next query (the merge caches are keyed on the store's feed
+versions, read on every request)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import time
+
+import pytest
+import requests
+
+from tests.api.conftest import Servers
+from tests.api.tiny_data import TINY_ROWS_A
+from tests.production.conftest import lineups
+
+LINEUPS_QUERY = {"limit": 500}
+
+
+def get(server, key: str, path: str = "/v1/lineups", params=LINEUPS_QUERY) -> requests.Response:
+    """One request on a new connection (so the kernel picks the worker anew)."""
+    return requests.get(server.base_url + path, params=params, headers={"X-API-Key": key}, timeout=30)
+
+
+def until_every_worker_answered(server, key: str, expected: dict, tries: int = 400) -> None:
+    """Request until each live worker has served at least one request of this call;
+    every answer must be 200 with the `expected` body."""
+    seen: set[int] = set()
+    for _ in range(tries):
+        response = get(server, key)
+        assert response.status_code == 200, response.text
+        assert response.json() == expected, f"worker {server.worker_of(response)} answered differently"
+        seen.add(server.worker_of(response))
+        if seen >= server.workers():
+            return
+    pytest.fail(f"only workers {seen} of {server.workers()} answered in {tries} requests")
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_killed_worker_is_replaced_while_the_others_serve(tiny_store, served):
+    server = served(tiny_store["env"], processes=2)
+    key = tiny_store["key"]
+    expected = get(server, key).json()
+    first = server.workers()
+    assert len(first) == 2
+    victim = min(first)
+
+    for number in range(40):
+        if number == 10:
+            os.kill(victim, signal.SIGKILL)
+        response = get(server, key)
+        assert response.status_code == 200 and response.json() == expected
+
+    deadline = time.monotonic() + 10
+    while len(server.workers() - {victim}) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = server.workers()
+    assert victim not in workers and len(workers) == 2, workers
+    assert f"(pid {victim}) was killed by SIGKILL; replacing it" in server.log()
+    # The replacement serves too, with the same answers.
+    until_every_worker_answered(server, key, expected)
+    assert server.stop() == 0
+
+
+def _ingest_file(path) -> None:
+    """A feed file that changes feed A: A5's quantity, and a new call A6."""
+    changed = {**TINY_ROWS_A[4], "quantity": "4321.5"}
+    added = {"ref": "A6", "port_unlocode": "BRSSZ", "vessel_name": "Sea Breeze", "commodity": "Soybeans",
+             "eta": "2024-03-12T00:00:00Z", "updated_at": "2024-02-25T00:00:00Z"}
+    columns = list(dict.fromkeys([*changed, *added]))
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, columns)
+        writer.writeheader()
+        writer.writerows([changed, added])
+
+
+def test_an_ingest_by_the_command_line_is_seen_by_every_workers_next_query(
+    tiny_store, served, sessions, store_settings, tmp_path
+):
+    server = served(tiny_store["env"], processes=2)
+    key = tiny_store["key"]
+    before = get(server, key).json()
+    # Every worker has the old data in its caches...
+    until_every_worker_answered(server, key, before)
+
+    _ingest_file(tmp_path / "update.csv")
+    done = lineups(tiny_store["env"], "ingest", "Alpha Santos Lineup", str(tmp_path / "update.csv"), "--json")
+    assert done.returncode == 0, done.stderr
+    # ...and the answer of a fresh cache over the changed store is what every one
+    # of them serves from its next query on.
+    fresh = Servers(sessions, store_settings)
+    try:
+        expected = fresh(key).lineups(**LINEUPS_QUERY)
+    finally:
+        fresh.stop()
+    assert expected != before
+    assert "Sea Breeze" in {row["vessel_name"] for row in expected["data"]}
+    until_every_worker_answered(server, key, expected)
+    assert server.stop() == 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_workers_stop_when_their_parent_is_killed_outright(tiny_store, served):
+    server = served(tiny_store["env"], processes=2)
+    workers = server.workers()
+    os.kill(server.pid, signal.SIGKILL)
+    server.process.wait(5)
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers):
+        assert time.monotonic() < deadline, "orphaned workers kept running"
+        time.sleep(0.1)
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"{server.base_url}/healthz", timeout=2)
+
+
+def _alive(pid: int) -> bool:
+    """True unless the process has exited (a zombie has exited)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
