@@ -13,6 +13,7 @@ secret roll-over and are valid on every server process.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from typing import Any
@@ -40,8 +41,10 @@ def canonical(value: Any) -> Any:
     return str(value)
 
 
+@functools.lru_cache(maxsize=4096)
 def binding(query_key: Any, output_format: str) -> str:
-    """The digest a cursor is bound to: the query's canonical key and the format."""
+    """The digest a cursor is bound to: the query's canonical key and the format.
+    (Memoized: many requests ask it for the same query.)"""
     text = json.dumps([canonical(query_key), output_format], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 

@@ -43,17 +43,40 @@ class LineupPage:
     def __init__(self, handler: "LineupsHandler", args: dict[str, list[str]]):
         self.deps = handler.deps
         self.buyer_id = handler.buyer_id
+        self.entitled = handler.entitled
         self.args = args
         self.query, self.limit, self.cursor = parse(args)
         self.format = self.query.format
         self.bound_to = binding(self.query.key(), self.format)
-        self.after = self.deps.cursors.decode(self.cursor, self.bound_to) if self.cursor else None
+
+    def from_cache(self) -> tuple[bytes, str | None] | None:
+        """The page when the query's sorted rows are cached (no store, no merge: fit
+        for the event loop); None when `__call__` must run on the executor."""
+        selection = None if self.entitled is None else self.deps.service.cached(self.entitled, self.query)
+        return None if selection is None else self.render(selection)
 
     def __call__(self, session: Session) -> tuple[bytes, str | None]:
-        selection = self.deps.service.select(session, self.buyer_id, self.query)
-        rows, position = pipeline.page(selection.rows, self.after, self.limit)
-        cursor = None if position is None else self.deps.cursors.encode(position, self.bound_to)
-        encoded = self.deps.rows.page(selection.rows, rows, self.format)
+        self.after()  # a bad cursor is refused before any work
+        return self.render(self.deps.service.select(session, self.buyer_id, self.query, self.entitled))
+
+    def after(self) -> pipeline.Position | None:
+        """The keyset position in the cursor (C4); raises ValidationError for a cursor
+        that is not ours or belongs to another query."""
+        return self.deps.cursors.decode(self.cursor, self.bound_to) if self.cursor else None
+
+    def render(self, selection) -> tuple[bytes, str | None]:
+        """The body of this page of `selection` and the next page's cursor. A page
+        served before (same result, query, cursor and limit) reuses its row range and
+        next cursor: only cursors that were read and checked once are remembered."""
+        page = (self.bound_to, self.cursor, self.limit)
+        found = self.deps.rows.position(selection.rows, page)
+        if found is None:
+            start, stop, position = pipeline.page_range(selection.sort_keys, self.after(), self.limit)
+            cursor = None if position is None else self.deps.cursors.encode(position, self.bound_to)
+            self.deps.rows.remember(selection.rows, page, (start, stop, cursor))
+        else:
+            start, stop, cursor = found
+        encoded = self.deps.rows.rows(selection.rows, start, stop, self.format)
         if self.format == "csv":
             return render.csv_body(encoded), cursor
         return render.json_body(encoded, cursor), cursor
@@ -69,7 +92,7 @@ class LineupsHandler(BaseHandler):
 
     async def get(self) -> None:
         page = LineupPage(self, self.query_args())
-        body, cursor = await self.run(page)
+        body, cursor = page.from_cache() or await self.run(page)
         if page.format != "csv":
             return self.send_json(body)
         self.set_header("Content-Type", render.CSV_TYPE)
@@ -88,7 +111,7 @@ class ProvenanceHandler(BaseHandler):
         args = self.query_args()
         self.only_params(args, PROVENANCE_PARAMS)
         query = parse(args)[0]
-        self.send_json(await self.run(self.deps.service.explain, self.buyer_id, row_id, query))
+        self.send_json(await self.run(self.deps.service.explain, self.buyer_id, row_id, query, self.entitled))
 
 
 class SourcesHandler(BaseHandler):
@@ -119,7 +142,7 @@ class SchemaHandler(BaseHandler):
         self.send_json(await self.run(self.feed_schema, source_id.lower()))
 
     def feed_schema(self, session: Session, source_id: str) -> dict[str, Any]:
-        (feed,) = self.deps.service.feeds_for(session, self.buyer_id, source_id)
+        (feed,) = self.deps.service.feeds_for(session, self.buyer_id, source_id, self.entitled)
         return coverage.feed_schema(session, feed)
 
 

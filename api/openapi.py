@@ -14,6 +14,7 @@ from typing import Any
 
 from store.coverage import NOT_NULL, field_type
 from store.fields import OPERATIONS, QUANTITY_UNITS, RECORD_FIELDS, VESSEL_STATUSES
+from store.taxonomy import default_taxonomy
 
 ERROR_CODES = ("UNAUTHORIZED", "FORBIDDEN", "NOT_FOUND", "VALIDATION_ERROR", "RATE_LIMITED", "INTERNAL_ERROR")
 UNLOCODE_PATTERN = "^[A-Za-z]{2}[A-Za-z0-9]{3}$"
@@ -272,12 +273,17 @@ def _parameters() -> dict[str, Any]:
             {"type": "string", "pattern": "^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$", "default": "false"},
             "true: only the row with the latest combined_date per vessel and port.",
         ),
-        "commodity": _query(
-            "commodity",
-            TEXT,
-            "Comma-separated taxonomy names (leaf, subgroup or group), case-insensitive; "
-            "an unknown name is 400 with suggestions.",
-        ),
+        "commodity": {
+            **_query(
+                "commodity",
+                {"type": "array", "minItems": 1, "items": {"type": "string", "enum": list(default_taxonomy().all_names())}},
+                "Comma-separated taxonomy names (leaf, subgroup or group), each matched ignoring case, "
+                "accents, punctuation and spacing (the enumeration gives each name's spelling); "
+                "an unknown name is 400 with suggestions.",
+            ),
+            "style": "form",
+            "explode": False,
+        },
         "merge": _query("merge", {"type": "string", "enum": ["all", "by_source"], "default": "all"}, "Merge mode (seed 4.1.1)."),
         "limit": _query("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 100}, "Page size, never clamped."),
         "cursor": _query("cursor", TEXT, "next_cursor of the previous page, unchanged; another is 400."),
@@ -350,6 +356,17 @@ def _json(name: str) -> dict[str, Any]:
     return {"application/json": {"schema": ref("schemas", name)}}
 
 
+def _links(links: dict[str, tuple[str, str, str]]) -> dict[str, Any]:
+    """OpenAPI links `{name: (operationId, parameter, pointer into the body)}`: which
+    value of a response feeds which parameter of another operation. Declared so that
+    clients and fuzzers need not guess: a merged row's `source_id` lists several feeds
+    (C2.5) and is no `sourceId`, however alike the names."""
+    return {
+        name: {"operationId": operation, "parameters": {parameter: f"$response.body#/{pointer}"}}
+        for name, (operation, parameter, pointer) in links.items()
+    }
+
+
 def _paths() -> dict[str, Any]:
     all_errors = ("ValidationError", "Unauthorized", "Forbidden", "NotFound")
     filters = ["source", "port", "country", "port_name", "from", "to", "latest", "commodity", "merge", "limit", "cursor", "format"]
@@ -358,14 +375,22 @@ def _paths() -> dict[str, Any]:
         {**_json("LineupPage"), "text/csv": {"schema": {"type": "string"}}},
         "X-Next-Cursor", "Link",
     )
+    lineups["links"] = _links({"provenance": ("getProvenance", "id", "data/0/id")})
+    provenance = _ok("Provenance of the row.", _json("Provenance"))
+    provenance["links"] = _links({"schema": ("getSourceSchema", "sourceId", "records/0/source_id")})
+    feeds = _ok("The feeds.", _json("Sources"))
+    feeds["links"] = _links({
+        "schema": ("getSourceSchema", "sourceId", "sources/0/id"),
+        "lineups": ("listLineups", "source", "sources/0/id"),
+    })
     paths = {
         "/v1/lineups": _operation("Lineup records of the buyer's feeds, merged, filtered, paged", lineups, filters, all_errors, operationId="listLineups"),
         "/v1/lineups/{id}/provenance": _operation(
-            "The stored records one merged row came from", _ok("Provenance of the row.", _json("Provenance")),
+            "The stored records one merged row came from", provenance,
             ["rowId", "source", "merge"], all_errors, operationId="getProvenance",
         ),
         "/v1/sources": _operation(
-            "The buyer's feeds (active or trial), by name", _ok("The feeds.", _json("Sources")), [],
+            "The buyer's feeds (active or trial), by name", feeds, [],
             ("ValidationError", "Unauthorized", "Forbidden"), operationId="listSources",
         ),
         "/v1/schema/{sourceId}": _operation(

@@ -21,6 +21,8 @@ from api import render
 
 BLOCK = 500
 DEFAULT_MAX_BYTES = 128 * 1024 * 1024
+#: Page positions remembered (`RowCache.position`).
+PAGE_POSITIONS = 4096
 
 
 class RowCache:
@@ -31,6 +33,26 @@ class RowCache:
         self._blocks: OrderedDict[tuple[int, str, int], tuple[weakref.ref, list[bytes], int]] = OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
+        self._positions: OrderedDict[tuple, tuple[weakref.ref, object]] = OrderedDict()
+
+    def position(self, result: pd.DataFrame, page: tuple) -> object | None:
+        """What `remember` noted for the page `page` (a hashable description: query
+        binding, cursor, limit) of `result`; None when nothing is noted. A warm page
+        then skips reading and signing cursors and the keyset search."""
+        key = (id(result), page)
+        with self._lock:
+            hit = self._positions.get(key)
+            if hit is None or hit[0]() is not result:
+                return None
+            self._positions.move_to_end(key)
+            return hit[1]
+
+    def remember(self, result: pd.DataFrame, page: tuple, value: object) -> None:
+        """Note `value` (the page's row range and next cursor) for `position`."""
+        with self._lock:
+            self._positions[(id(result), page)] = (weakref.ref(result), value)
+            if len(self._positions) > PAGE_POSITIONS:
+                self._positions.popitem(last=False)
 
     def page(self, result: pd.DataFrame, rows: pd.DataFrame, fmt: str) -> list[bytes]:
         """The encoded rows (`fmt` "json": objects; "csv": lines) of `rows`, a page that
@@ -38,12 +60,17 @@ class RowCache:
         when the page is not a contiguous slice of a RangeIndex."""
         if rows.empty:
             return []
-        start = int(rows.index[0])
-        stop = start + len(rows)
-        index = result.index
-        if not (isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
-                and isinstance(rows.index, pd.RangeIndex) and rows.index.step == 1):
+        if not (_numbered(result) and isinstance(rows.index, pd.RangeIndex) and rows.index.step == 1):
             return _encode(rows, fmt)
+        start = int(rows.index[0])
+        return self.rows(result, start, start + len(rows), fmt)
+
+    def rows(self, result: pd.DataFrame, start: int, stop: int, fmt: str) -> list[bytes]:
+        """The encoded rows `start` to `stop` (row numbers) of `result`."""
+        if stop <= start:
+            return []
+        if not _numbered(result):
+            return _encode(result.iloc[start:stop], fmt)
         out: list[bytes] = []
         for block in range(start // BLOCK, (stop - 1) // BLOCK + 1):
             encoded = self._block(result, fmt, block)
@@ -70,6 +97,12 @@ class RowCache:
                 _, (_, _, dropped) = self._blocks.popitem(last=False)
                 self._size -= dropped
         return encoded
+
+
+def _numbered(result: pd.DataFrame) -> bool:
+    """Whether row numbers of `result` are its index labels (0, 1, 2, …)."""
+    index = result.index
+    return isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
 
 
 def _encode(rows: pd.DataFrame, fmt: str) -> list[bytes]:

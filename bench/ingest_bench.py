@@ -111,7 +111,13 @@ def _pg(pg_url: str, path: Path, rows: int, runs: int) -> dict | None:
 
 def _rates(rows: int, times: list[float]) -> dict:
     rates = [rows / t for t in times]
-    return {"median": statistics.median(rates), "min": min(rates), "max": max(rates), "seconds": statistics.median(times)}
+    return {
+        "median": statistics.median(rates),
+        "min": min(rates),
+        "max": max(rates),
+        "seconds": statistics.median(times),
+        "times": times,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

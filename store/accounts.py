@@ -13,7 +13,7 @@ import secrets
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import Connection, and_, bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
 from store.errors import Forbidden, NotFound, Unauthorized, ValidationError
@@ -126,6 +126,78 @@ def authenticate(session: Session, key: str | None, touch: bool = True) -> Buyer
     if touch:
         row.last_used_at = _now()
     return buyer
+
+
+@dataclass(frozen=True)
+class FeedVersion:
+    """A feed as the lineup caches need it: id, name, and the version of its data."""
+
+    id: str
+    name: str
+    data_version: int
+
+
+def entitled_feeds(session: Session, buyer_id: str) -> list[FeedVersion]:
+    """The feeds with an active or trial subscription, ordered by feed name, as plain
+    values: one small query, no ORM objects (every lineup request asks it)."""
+    rows = session.execute(
+        select(Feed.id, Feed.name, Feed.data_version)
+        .join(Subscription, Subscription.feed_id == Feed.id)
+        .where(Subscription.buyer_id == buyer_id, Subscription.status.in_(ENTITLED))
+        .order_by(Feed.name)
+    )
+    return [FeedVersion(*row) for row in rows]
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Who an API key lets in: the buyer and the feeds it may see now."""
+
+    buyer_id: str
+    feeds: tuple[FeedVersion, ...]
+
+
+def _admission_query():
+    # Equalities, not IN: an IN list is rendered again on every execution.
+    entitled = and_(Subscription.buyer_id == Buyer.id, or_(*(Subscription.status == s for s in ENTITLED)))
+    return (
+        select(ApiKey.key_hash, ApiKey.revoked_at, Buyer.id, Buyer.status, Feed.id, Feed.name, Feed.data_version)
+        .select_from(ApiKey)
+        .join(Buyer, Buyer.id == ApiKey.buyer_id)
+        .outerjoin(Subscription, entitled)
+        .outerjoin(Feed, Feed.id == Subscription.feed_id)
+        .where(ApiKey.key_hash == bindparam("key_hash"))
+        .order_by(Feed.name)
+    )
+
+
+_ADMISSION = _admission_query()
+
+
+def admit(connection: Connection, key: str | None) -> Admission:
+    """The buyer an `X-API-Key` value belongs to, with its entitled feeds (ordered by
+    name, as `entitled_feeds`), read in one query: every API request asks it.
+
+    Raises Unauthorized for a missing, malformed, unknown or revoked key, and
+    Forbidden for a key of a suspended buyer (C5), as `authenticate` does."""
+    if not key:
+        raise Unauthorized("Missing API key: send it in the X-API-Key header")
+    if not KEY_PATTERN.match(key):
+        raise Unauthorized("Invalid API key")
+    digest = hash_key(key)
+    rows = connection.execute(_ADMISSION, {"key_hash": digest}).all()
+    # The lookup is by hash; the comparison below keeps the final check constant-time.
+    if not rows or not secrets.compare_digest(rows[0][0], digest) or rows[0][1] is not None:
+        raise Unauthorized("Invalid API key")
+    if rows[0][3] != "active":
+        raise Forbidden("This buyer account is suspended")
+    feeds = tuple(FeedVersion(feed_id, name, version) for *_, feed_id, name, version in rows if feed_id is not None)
+    return Admission(rows[0][2], feeds)
+
+
+def touch_key(connection: Connection, key: str) -> None:
+    """Note that `key` was used now (`last_used_at`)."""
+    connection.execute(update(ApiKey).where(ApiKey.key_hash == hash_key(key)).values(last_used_at=_now()))
 
 
 def set_subscription(session: Session, buyer: Buyer, feed: Feed, status: str) -> Subscription:

@@ -14,7 +14,7 @@ from store.errors import ValidationError
 from store.feeds import bump_versions
 from store.fields import utcnow
 from store.normalize import lookup_key
-from store.schema import CommodityMapping, Record
+from store.schema import CommodityMapping, Feed, Record
 from store.taxonomy import default_taxonomy
 
 
@@ -51,10 +51,14 @@ def map_commodity(session: Session, raw: str, leaf: str) -> dict:
     else:
         row.raw, row.leaf_id = raw.strip(), target.id
     feeds = list(session.scalars(select(Record.feed_id).where(Record.commodity_raw_key == key).distinct()))
-    result = session.execute(
-        update(Record).where(Record.commodity_raw_key == key).values(commodity_leaf=target.id)
-    )
     bump_versions(session, feeds)
+    # Each record notes its feed's new version, so caches re-read just these (C6).
+    feed_version = select(Feed.data_version).where(Feed.id == Record.feed_id).scalar_subquery()
+    result = session.execute(
+        update(Record)
+        .where(Record.commodity_raw_key == key)
+        .values(commodity_leaf=target.id, changed_version=feed_version)
+    )
     session.flush()
     return {"raw": raw.strip(), "leaf": target.name, "leaf_id": target.id, "records_resolved": result.rowcount}
 

@@ -109,8 +109,13 @@ STATUSES = ("expected", "anchored", "berthed", "departed")
 BLANKS = ("N/A", "TBC", "TBN", "")
 
 
+#: How many distinct IMO numbers `imo_numbers` can make (its stems are 900000–999998).
+MAX_VESSELS = 99_999
+
+
 def imo_numbers(rng: np.random.Generator, count: int) -> list[str]:
-    """`count` distinct seven-digit IMO numbers with valid check digits."""
+    """`count` (at most MAX_VESSELS) distinct seven-digit IMO numbers with valid check
+    digits."""
     stems = rng.choice(np.arange(900_000, 999_999), size=count, replace=False)
     digits = np.array([[int(c) for c in str(s)] for s in stems])
     check = (digits * np.arange(7, 1, -1)).sum(axis=1) % 10
@@ -133,7 +138,8 @@ def build_calls(seed: int, calls: int, anchor: dt.date) -> pd.DataFrame:
     """The true vessel calls behind the demo feeds, one row per call."""
     rng = np.random.default_rng(seed)
     ports = sorted({p for f in DEMO_FEEDS for p in f.ports})
-    vessels = _vessels(rng, max(50, calls // 6))
+    # Large data sets (over ~600,000 calls) share the fleet out among more calls.
+    vessels = _vessels(rng, min(max(50, calls // 6), MAX_VESSELS))
     port = rng.choice(ports, calls)
     cargo_pick = rng.random(calls)
     cargo = [CARGOES[p[:2]][int(r * len(CARGOES[p[:2]]))] for p, r in zip(port, cargo_pick)]
@@ -171,13 +177,16 @@ def build_calls(seed: int, calls: int, anchor: dt.date) -> pd.DataFrame:
     )
 
 
-def feed_rows(calls: pd.DataFrame, feed_index: int, seed: int) -> pd.DataFrame:
-    """What one demo feed reports of the calls at its ports: a frame of strings in the
-    feed-file shape, with that feed's jitter, spellings and blanks."""
-    spec = DEMO_FEEDS[feed_index]
+def feed_rows(
+    calls: pd.DataFrame, feed_index: int, seed: int, spec: DemoFeed | None = None, share: float = 0.65
+) -> pd.DataFrame:
+    """What one demo feed reports of the calls at its ports (about `share` of them): a
+    frame of strings in the feed-file shape, with that feed's jitter, spellings and
+    blanks. `spec` is the feed (default: the demo feed `feed_index`)."""
+    spec = spec or DEMO_FEEDS[feed_index]
     rng = np.random.default_rng(seed * 1000 + feed_index)
     mine = calls[calls["port"].isin(spec.ports)]
-    mine = mine[rng.random(len(mine)) < 0.65].reset_index(drop=True)
+    mine = mine[rng.random(len(mine)) < share].reset_index(drop=True)
     n = len(mine)
     jitter = pd.to_timedelta(rng.integers(-36, 37, n), unit="h")
     out = pd.DataFrame({"ref": [f"{spec.name[:3].upper()}-{c:07d}" for c in mine["call"]]})

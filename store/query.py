@@ -20,7 +20,7 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pandas as pd
@@ -79,7 +79,7 @@ class LineupQuery:
     def canonical(self) -> dict:
         """The query as a JSON-able dict with every key, in one spelling: what a cursor
         or a share link is bound to (C4, C8). Equal queries give equal dicts."""
-        data = asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict deep-copies: slow
         data["source"] = self.source or "all"
         data["date_from"] = self.date_from.isoformat() if self.date_from else None
         data["date_to"] = self.date_to.isoformat() if self.date_to else None
@@ -313,17 +313,49 @@ def sort_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return rows.iloc[order].reset_index(drop=True)
 
 
-def page(rows: pd.DataFrame, after: Position | None = None, limit: int = DEFAULT_LIMIT):
+@dataclass(frozen=True)
+class SortKeys:
+    """The C3 sort key of every row of a sorted result, for keyset paging: `dates` in
+    ns since the epoch (rows without a date as the largest int64, so they sort last)
+    and `ids`. Computed once per result (`sort_keys`), not once per page."""
+
+    dates: np.ndarray
+    ids: np.ndarray
+
+    def position(self, row: int) -> Position:
+        """The keyset position of the row at `row`: [combined_date ns or None, id]."""
+        date = int(self.dates[row])
+        return [None if date == _LAST else date, str(self.ids[row])]
+
+
+def sort_keys(rows: pd.DataFrame) -> SortKeys:
+    """The sort keys of sorted `rows` (from `sort_rows`/`select`)."""
+    return SortKeys(_sort_dates(rows), rows["id"].to_numpy(dtype=object))
+
+
+def page(rows: pd.DataFrame, after: Position | None = None, limit: int = DEFAULT_LIMIT, keys: SortKeys | None = None):
     """The first `limit` rows of sorted `rows` (from `sort_rows`/`select`) that come
     after position `after` (None: from the start), and the position of the page's last
     row, or None when nothing follows it (C4). Keyset: found by binary search on the
     sort key, so rows added or removed since the last page never repeat or skip others.
-    Raises ValidationError (parameter "cursor") for a malformed position."""
-    start = 0 if after is None else _start_after(rows, after)
-    chunk = rows.iloc[start : start + limit]
-    if start + limit >= len(rows) or chunk.empty:
-        return chunk, None
-    return chunk, position_of(chunk.iloc[-1])
+    `keys` are the rows' `sort_keys`, when the caller keeps them. Raises
+    ValidationError (parameter "cursor") for a malformed position."""
+    if keys is None and after is None:
+        chunk = rows.iloc[:limit]
+        return chunk, (position_of(chunk.iloc[-1]) if limit < len(rows) else None)
+    start, stop, position = page_range(keys or sort_keys(rows), after, limit)
+    return rows.iloc[start:stop], position
+
+
+def page_range(keys: SortKeys, after: Position | None, limit: int) -> tuple[int, int, Position | None]:
+    """`page` by row numbers: `(start, stop, position)` of the page of `limit` rows
+    after `after` in the result whose sort keys are `keys`, and the position of its
+    last row (None when nothing follows). Raises ValidationError as `page` does."""
+    start = 0 if after is None else _start_after(keys, after)
+    stop = min(start + limit, len(keys.dates))
+    if stop >= len(keys.dates) or stop == start:
+        return start, stop, None
+    return start, stop, keys.position(stop - 1)
 
 
 def position_of(row: pd.Series) -> Position:
@@ -332,7 +364,7 @@ def position_of(row: pd.Series) -> Position:
     return [None if pd.isna(date) else int(pd.Timestamp(date).value), str(row["id"])]
 
 
-def _start_after(rows: pd.DataFrame, after: Position) -> int:
+def _start_after(keys: SortKeys, after: Position) -> int:
     if not (
         isinstance(after, (list, tuple))
         and len(after) == 2
@@ -341,10 +373,8 @@ def _start_after(rows: pd.DataFrame, after: Position) -> int:
     ):
         raise ValidationError.parameter("cursor", "is malformed")
     date = _LAST if after[0] is None else after[0]
-    dates = _sort_dates(rows)
-    low, high = np.searchsorted(dates, date, "left"), np.searchsorted(dates, date, "right")
-    ids = rows["id"].to_numpy(dtype=object)[low:high]
-    return int(low + np.searchsorted(ids, after[1], "right"))
+    low, high = np.searchsorted(keys.dates, date, "left"), np.searchsorted(keys.dates, date, "right")
+    return int(low + np.searchsorted(keys.ids[low:high], after[1], "right"))
 
 
 def _sort_dates(rows: pd.DataFrame) -> np.ndarray:
@@ -374,7 +404,13 @@ def _overlaps(rows: pd.DataFrame, first: dt.date | None, last: dt.date | None) -
 
 
 def _day_ns(day: dt.date) -> int:
-    return int(pd.Timestamp(day.isoformat(), tz="UTC").value)
+    """00:00 UTC of `day` in ns since the epoch. Days outside what ns can hold
+    (before 1677-09-22, after 2262-04-11) are valid `from`/`to` values (C3) that lie
+    before or after every stored time, so they saturate instead of overflowing."""
+    try:
+        return int(pd.Timestamp(day.isoformat(), tz="UTC").value)
+    except (OverflowError, pd.errors.OutOfBoundsDatetime):
+        return _NAT + 1 if day.year < 1970 else _LAST - _DAY_NS
 
 
 def _fold(text: str) -> str:

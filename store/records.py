@@ -31,10 +31,22 @@ _TIMES = ("eta", "etb", "etd", "created_at", "updated_at")
 def load_records(session: Session, feed_ids: Iterable[str]) -> pd.DataFrame:
     """The merge input of the feeds `feed_ids` (may be empty)."""
     feed_ids = sorted(set(feed_ids))
+    return _load(session, Record.feed_id.in_(feed_ids), Record.commodity.is_not(None))
+
+
+def load_changed(session: Session, feed_id: str, after_version: int) -> pd.DataFrame:
+    """The records of one feed written after its `data_version` was `after_version`
+    (`changed_version` greater), shaped like `load_records`. Unlike the merge input it
+    keeps records whose commodity is now blank: their `ref` says which cached record
+    they replace; the caller drops them from the merge input (C1)."""
+    return _load(session, Record.feed_id == feed_id, Record.changed_version > after_version)
+
+
+def _load(session: Session, *where) -> pd.DataFrame:
     statement = (
         select(Record.feed_id.label("source_id"), Feed.name.label("source_name"), *(getattr(Record, c) for c in _COLUMNS))
         .join(Feed, Feed.id == Record.feed_id)
-        .where(Record.feed_id.in_(feed_ids), Record.commodity.is_not(None))
+        .where(*where)
     )
     result = session.execute(statement)
     frame = pd.DataFrame(result.all(), columns=list(result.keys()))

@@ -135,12 +135,17 @@ class Record(Base):
     commodity_leaf: Mapped[str | None] = mapped_column(String(200))
     content_hash: Mapped[int] = mapped_column(BigInteger)
     version: Mapped[int] = mapped_column(Integer, default=1)
+    #: The feed's `data_version` at the record's last change (insert, update, commodity
+    #: resolution), so that caches can load only what changed since the version they
+    #: hold (`store.records.load_changed`).
+    changed_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime)
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime)
 
     __table_args__ = (
         UniqueConstraint("feed_id", "ref", name="uq_records_feed_ref"),
         Index("ix_records_commodity_raw_key", "commodity_raw_key"),
+        Index("ix_records_feed_changed", "feed_id", "changed_version"),
     )
 
 

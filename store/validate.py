@@ -113,6 +113,7 @@ def validate_frame(frame: pd.DataFrame, date_format=None, name: str = "file", ti
         out[column] = _blank_to_na(frame[column]) if column in frame.columns else None
 
     _check_lengths(out, problems)
+    _check_characters(out, problems)
     _check_ref(out, problems)
     _check_port(out, problems)
     _check_vessel(out, problems)
@@ -137,6 +138,17 @@ def _check_lengths(out: pd.DataFrame, problems: _Problems) -> None:
             field,
             f"longer than {limit} characters",
         )
+
+
+def _check_characters(out: pd.DataFrame, problems: _Problems) -> None:
+    """A NUL character is a bad row on every back end: PostgreSQL cannot store it (the
+    file would fail there with a database error instead of a report), and
+    spreadsheets drop it, exposing what follows (C9)."""
+    for field in FEED_FILE_COLUMNS:
+        # One scan of the joined text; the rows are looked for only when there is one.
+        if "\0" in "".join([v for v in out[field].tolist() if v is not None]):
+            has_nul = map_unique(out[field], lambda v: "\0" in v).eq(True).to_numpy()
+            problems.add(has_nul, field, "contains a NUL character")
 
 
 def _check_ref(out: pd.DataFrame, problems: _Problems) -> None:
