@@ -52,7 +52,7 @@ class Context:
             except ArgumentError as exc:
                 raise click.BadParameter(str(exc), param_hint="'--db' / LINEUPS_DB") from exc
             try:
-                open_store(engine, self.settings.db_url)
+                open_store(engine, engine.url.render_as_string(hide_password=True))
             except SchemaBehind as exc:
                 raise LineupsError(str(exc)) from exc
             except DBAPIError as exc:

@@ -57,3 +57,27 @@ def test_c11_db_status_and_upgrade(cli_env):
     assert run_json("db", "upgrade") == {"from": None, "to": empty["head"]}
     assert run_json("db", "status") == {"current": empty["head"], "head": empty["head"], "up_to_date": True}
     assert run_json("db", "upgrade") == {"from": empty["head"], "to": empty["head"]}  # idempotent
+
+
+def test_c11_a_store_behind_is_refused_with_the_command_to_run_and_no_password(cli_env, monkeypatch):
+    from sqlalchemy import text
+
+    from store.db import engine_for
+    from store.migrate import head_revision
+
+    run_json("db", "upgrade")
+    engine = engine_for(cli_env)
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '0001'"))
+    engine.dispose()
+    if cli_env.db_url.startswith("postgresql"):  # trust auth takes any password
+        monkeypatch.setenv("LINEUPS_DB", cli_env.db_url.replace("postgres@", "postgres:hunter2@"))
+    body = run_json("feed", "list", code=1)
+    message = body["error"]["message"]
+    assert "lineups db upgrade" in message and head_revision() in message
+    assert "hunter2" not in message
+    engine = engine_for(cli_env)
+    with engine.begin() as connection:  # as if the operator had run the upgrade
+        connection.execute(text(f"UPDATE alembic_version SET version_num = '{head_revision()}'"))
+    engine.dispose()
+    assert run_json("feed", "list") == {"feeds": []}
