@@ -1,0 +1,7 @@
+"""Fixtures of the security tests: the API tests' live servers and hand-made data
+(tests/api/conftest.py), on SQLite and PostgreSQL, plus helpers to make share links
+and to read a whole store back as text."""
+
+from __future__ import annotations
+
+from tests.api.conftest import fresh_tiny, fresh_tiny_api, make_api  # noqa: F401 - fixtures
