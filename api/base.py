@@ -39,6 +39,7 @@ from api.ratelimit import Hit, Limiter
 from api.rowcache import RowCache
 from store import accounts
 from store.accounts import FeedVersion
+from store.changes import change_stamp
 from store.errors import (
     Forbidden,
     InternalError,
@@ -75,6 +76,14 @@ class Dependencies:
     cursors: CursorCodec
     touches: "KeyTouches"
     rows: RowCache
+    #: API keys' admissions, remembered while the store is unchanged (made from
+    #: `sessions` when not given).
+    admissions: accounts.Admissions | None = None
+
+    def __post_init__(self) -> None:
+        if self.admissions is None:
+            stamp = change_stamp(self.sessions.kw.get("bind"))
+            object.__setattr__(self, "admissions", accounts.Admissions(stamp))
 
 
 class KeyTouches:
@@ -169,13 +178,18 @@ class BaseHandler(RequestHandler):
 
     # ------------------------------------------------------------ prepare
     async def prepare(self) -> None:
-        """Authenticate and count the request (one trip to a worker thread: the store
-        and, with Redis, the limiter block), check the method; raise what fails."""
+        """Authenticate and count the request, check the method; raise what fails.
+        A key admitted since the store last changed is let in on the event loop (with
+        the in-process limiter); otherwise one trip to a worker thread does it (the
+        store and, with Redis, the limiter block)."""
         failure: LineupsError | None = None
         if self.requires_key or self.rate_limited:
             key = self.request.headers.get("X-API-Key")
-            admit = functools.partial(self._admit, key, self.request.remote_ip)
-            self.buyer_id, failure, self.rate_hit = await IOLoop.current().run_in_executor(self.deps.executor, admit)
+            admitted = self._admit_known(key)
+            if admitted is None:
+                admit = functools.partial(self._admit, key, self.request.remote_ip)
+                admitted = await IOLoop.current().run_in_executor(self.deps.executor, admit)
+            self.buyer_id, failure, self.rate_hit = admitted
         if self.rate_hit is not None:
             self.set_default_headers()
             if not self.rate_hit.allowed:
@@ -189,6 +203,30 @@ class BaseHandler(RequestHandler):
         if failure is not None and self.requires_key:
             raise failure
 
+    def _admit_known(self, key: str | None) -> tuple[str, None, Hit | None] | None:
+        """`_admit` without leaving the event loop, for a key whose admission is
+        remembered and still current (`accounts.Admissions`) when the rate limiter
+        keeps its counts in this process; None when `_admit` must run."""
+        if not key or getattr(self.deps.limiter, "blocking", True):
+            return None
+        admission = self.deps.admissions.cached(key)
+        if admission is None:
+            return None
+        key_hash = accounts.hash_key(key)
+        if self.deps.touches.due(key_hash):  # a write: on the executor, not awaited
+            self.deps.executor.submit(self._touch, key)
+        self.entitled = admission.feeds
+        hit = self.deps.limiter.hit(f"key:{key_hash}") if self.rate_limited else None
+        return admission.buyer_id, None, hit
+
+    def _touch(self, key: str) -> None:
+        try:
+            with self.deps.sessions.kw["bind"].connect() as connection:
+                accounts.touch_key(connection, key)
+                connection.commit()
+        except Exception:  # noqa: BLE001 - a missed last_used_at must not fail anything
+            log.warning("Could not note the use of an API key", exc_info=True)
+
     def _admit(self, key: str | None, address: str) -> tuple[str | None, LineupsError | None, Hit | None]:
         """The buyer of `key` (or why not), with its entitled feeds (`self.entitled`),
         and the rate limiter's verdict. A known key, even a suspended buyer's, is
@@ -200,7 +238,7 @@ class BaseHandler(RequestHandler):
         if key:
             try:
                 with self.deps.sessions.kw["bind"].connect() as connection:
-                    admission = accounts.admit(connection, key)
+                    admission = self.deps.admissions.admit(connection, key)
                     buyer_id, self.entitled = admission.buyer_id, admission.feeds
                     if self.deps.touches.due(key_hash):  # only known keys reach this line
                         accounts.touch_key(connection, key)
@@ -254,12 +292,16 @@ class BaseHandler(RequestHandler):
     async def stream_csv(self, rows: pd.DataFrame) -> None:
         """Write a whole result as CSV (C9), a chunk at a time: each chunk is made on
         the executor and flushed before the next, so memory does not grow with the
-        result and a slow client slows only itself (share links, C8)."""
+        result and a slow client slows only itself (share links, C8). The cells come
+        from the row cache (`RowCache.csv_lines`): a result exported again is not
+        encoded again."""
         self.set_header("Content-Type", render.CSV_TYPE)
-        chunks = render.csv_chunks(rows)
+        self.write(render.csv_header())
         loop = IOLoop.current()
-        while (chunk := await loop.run_in_executor(self.deps.executor, next, chunks, None)) is not None:
-            self.write(chunk)
+        for start in range(0, len(rows), render.CHUNK_ROWS):
+            stop = min(start + render.CHUNK_ROWS, len(rows))
+            lines = await loop.run_in_executor(self.deps.executor, self.deps.rows.csv_lines, rows, start, stop)
+            self.write(b"".join(lines))
             await self.flush()
         self.finish()
 

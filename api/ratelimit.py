@@ -50,6 +50,8 @@ class MemoryLimiter:
 
     #: Sweep keys that went quiet after this many hits, so memory stays bounded.
     SWEEP_EVERY = 10_000
+    #: `hit` never waits on I/O: the API may call it on the event loop.
+    blocking = False
 
     def __init__(
         self,

@@ -7,6 +7,11 @@ first time a page needs the block. A page is then a join of cached bytes. The ca
 holds at most `max_bytes`, least recently used blocks leave first; a block belongs to
 its frame by identity (checked through a weak reference, so a new frame that reuses a
 dead one's id never sees its rows).
+
+Two smaller memories serve the same end: the position of each page served (its row
+range and next cursor, so a warm page skips the cursor work), and for exports the
+CSV columns of the last few results (`render.CsvColumns`: codes and distinct texts,
+much smaller than the CSV text).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ BLOCK = 500
 DEFAULT_MAX_BYTES = 128 * 1024 * 1024
 #: Page positions remembered (`RowCache.position`).
 PAGE_POSITIONS = 4096
+#: Results whose CSV columns are kept for exports (`RowCache.csv_lines`).
+CSV_RESULTS = 2
 
 
 class RowCache:
@@ -34,6 +41,25 @@ class RowCache:
         self._size = 0
         self._lock = threading.Lock()
         self._positions: OrderedDict[tuple, tuple[weakref.ref, object]] = OrderedDict()
+        self._csv: OrderedDict[int, tuple[weakref.ref, render.CsvColumns]] = OrderedDict()
+
+    def csv_lines(self, result: pd.DataFrame, start: int, stop: int) -> list[bytes]:
+        """Rows `start` to `stop` of a whole result as CSV lines, for exports: the
+        result's CSV columns (`render.CsvColumns`) are made on first use and kept
+        for the last CSV_RESULTS results, so an export of the same result again only
+        joins cells."""
+        key = id(result)
+        with self._lock:
+            hit = self._csv.get(key)
+            if hit is not None and hit[0]() is result:
+                self._csv.move_to_end(key)
+                return hit[1].lines(start, stop)
+        columns = render.CsvColumns(result)
+        with self._lock:
+            self._csv[key] = (weakref.ref(result), columns)
+            while len(self._csv) > CSV_RESULTS:
+                self._csv.popitem(last=False)
+        return columns.lines(start, stop)
 
     def position(self, result: pd.DataFrame, page: tuple) -> object | None:
         """What `remember` noted for the page `page` (a hashable description: query
@@ -71,21 +97,33 @@ class RowCache:
             return []
         if not _numbered(result):
             return _encode(result.iloc[start:stop], fmt)
+        first_block, last_block = start // BLOCK, (stop - 1) // BLOCK
+        blocks = {b: self._cached(result, fmt, b) for b in range(first_block, last_block + 1)}
+        missing = [b for b, encoded in blocks.items() if encoded is None]
+        if missing:
+            # Encoded in one go from the first missing block to the last: the encoder
+            # has a cost per call (a long export would pay it once per block).
+            low, high = missing[0], missing[-1]
+            encoded = _encode(result.iloc[low * BLOCK: (high + 1) * BLOCK], fmt)
+            for b in range(low, high + 1):
+                blocks[b] = self._store(result, fmt, b, encoded[(b - low) * BLOCK: (b - low + 1) * BLOCK])
         out: list[bytes] = []
-        for block in range(start // BLOCK, (stop - 1) // BLOCK + 1):
-            encoded = self._block(result, fmt, block)
-            first = block * BLOCK
-            out += encoded[max(start - first, 0): stop - first]
+        for b in range(first_block, last_block + 1):
+            first = b * BLOCK
+            out += blocks[b][max(start - first, 0): stop - first]
         return out
 
-    def _block(self, result: pd.DataFrame, fmt: str, block: int) -> list[bytes]:
+    def _cached(self, result: pd.DataFrame, fmt: str, block: int) -> list[bytes] | None:
         key = (id(result), fmt, block)
         with self._lock:
             hit = self._blocks.get(key)
             if hit is not None and hit[0]() is result:
                 self._blocks.move_to_end(key)
                 return hit[1]
-        encoded = _encode(result.iloc[block * BLOCK: (block + 1) * BLOCK], fmt)
+        return None
+
+    def _store(self, result: pd.DataFrame, fmt: str, block: int, encoded: list[bytes]) -> list[bytes]:
+        key = (id(result), fmt, block)
         size = sum(len(b) for b in encoded)
         with self._lock:
             old = self._blocks.pop(key, None)

@@ -33,7 +33,8 @@ ANCHOR = dt.date(2026, 11, 23)
 
 def write_feed_file(path: Path, records: int, seed: int = 11) -> int:
     """A feed CSV of about `records` rows; returns the row count."""
-    calls = demo.build_calls(seed, int(records / 1.6) + 10, ANCHOR)
+    # The demo feeds report ~0.85 records per call: make enough calls for `records`.
+    calls = demo.build_calls(seed, int(records / 0.8) + 10, ANCHOR)
     frames = [demo.feed_rows(calls, i, seed) for i in range(len(demo.DEMO_FEEDS))]
     frame = pd.concat(frames, ignore_index=True).iloc[:records]
     frame["ref"] = [f"R{i:08d}" for i in range(len(frame))]

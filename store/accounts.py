@@ -12,6 +12,7 @@ import re
 import secrets
 import uuid
 from dataclasses import dataclass
+from typing import Callable, Hashable
 
 from sqlalchemy import Connection, and_, bindparam, or_, select, update
 from sqlalchemy.orm import Session
@@ -193,6 +194,40 @@ def admit(connection: Connection, key: str | None) -> Admission:
         raise Forbidden("This buyer account is suspended")
     feeds = tuple(FeedVersion(feed_id, name, version) for *_, feed_id, name, version in rows if feed_id is not None)
     return Admission(rows[0][2], feeds)
+
+
+class Admissions:
+    """`admit`, remembering the admissions of keys while the store is unchanged.
+
+    `stamp` is the store's change stamp (`store.changes.change_stamp`): it is taken
+    before each query, and a remembered admission is given only while the stamp still
+    has that value, so that a revoked key, a suspended buyer or a changed subscription
+    is seen by the very next request, as without the memory. Refusals are never
+    remembered. Where the store has no stamp (None), every call reads the store."""
+
+    def __init__(self, stamp: Callable[[], Hashable | None], size: int = 10_000):
+        self._stamp = stamp
+        self._size = size
+        self._known: dict[str, tuple[Hashable, Admission]] = {}
+
+    def cached(self, key: str) -> Admission | None:
+        """The admission of `key` when it is remembered and the store has not changed
+        since; else None (then call `admit`). Never blocks on the store."""
+        hit = self._known.get(hash_key(key))
+        if hit is None:
+            return None
+        stamp = self._stamp()
+        return hit[1] if stamp is not None and stamp == hit[0] else None
+
+    def admit(self, connection: Connection, key: str | None) -> Admission:
+        """`admit(connection, key)`, remembered when the store has a stamp."""
+        stamp = self._stamp()
+        admission = admit(connection, key)
+        if stamp is not None:
+            if len(self._known) >= self._size:
+                self._known.clear()
+            self._known[hash_key(key)] = (stamp, admission)
+        return admission
 
 
 def touch_key(connection: Connection, key: str) -> None:

@@ -14,7 +14,7 @@ import dataclasses
 import io
 import json
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -60,7 +60,7 @@ def read_feed_file(path: str | Path, mapping: Mapping | None = None) -> pd.DataF
             encoding = mapping.encoding if mapping else "utf-8-sig"
             frame = pd.read_csv(
                 io.BytesIO(data),
-                dtype=str,
+                dtype=object,  # plain str objects: pandas string arrays are slower here
                 keep_default_na=False,
                 na_filter=False,
                 sep=sep,
@@ -199,8 +199,8 @@ def _python_values(column: pd.Series, sqlite: bool) -> list:
     return values.tolist()
 
 
-def _rows(frame: pd.DataFrame, columns: list[str], sqlite: bool) -> list[tuple]:
-    return list(zip(*(_python_values(frame[c], sqlite) for c in columns)))
+def _rows(frame: pd.DataFrame, columns: list[str], sqlite: bool) -> Iterator[tuple]:
+    return zip(*(_python_values(frame[c], sqlite) for c in columns))
 
 
 def _insert_new(session, feed, frame, now, version, progress) -> None:
@@ -218,11 +218,17 @@ def _insert_new(session, feed, frame, now, version, progress) -> None:
         f"INSERT INTO {Record.__tablename__} ({', '.join(columns)}) "
         f"VALUES ({', '.join([mark] * len(columns))})"
     )
-    for start in range(0, len(frame), CHUNK):
-        rows = _rows(frame.iloc[start : start + CHUNK], columns, sqlite)
-        connection.exec_driver_sql(statement, rows)
-        if progress:
-            progress(len(rows))
+    # The driver's own cursor, in the session's transaction: it takes the rows as an
+    # iterator, with no list of tuples built first and no per-row checks.
+    cursor = connection.connection.cursor()
+    try:
+        for start in range(0, len(frame), CHUNK):
+            chunk = frame.iloc[start : start + CHUNK]
+            cursor.executemany(statement, _rows(chunk, columns, sqlite))
+            if progress:
+                progress(len(chunk))
+    finally:
+        cursor.close()
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:

@@ -20,12 +20,12 @@ subscription change is seen by the very next request, in every server process.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Hashable, Sequence
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -61,22 +61,25 @@ class Selection:
 
 @dataclass(frozen=True)
 class _Change:
-    """The merge keys whose records changed from one version of a feed to the next."""
+    """The merge keys (`remerge.key_hashes`) whose records changed from one version of
+    a feed to the next."""
 
     start: int
     end: int
-    keys: pd.DataFrame
+    keys: np.ndarray
 
 
 @dataclass(frozen=True)
 class _FeedRecords:
-    """A feed's merge input at one data version, and its recent changes."""
+    """A feed's merge input at one data version with its records' key hashes, and its
+    recent changes."""
 
     version: int
     frame: pd.DataFrame
+    keys: np.ndarray
     changes: tuple[_Change, ...] = ()
 
-    def keys_since(self, version: int) -> list[pd.DataFrame] | None:
+    def keys_since(self, version: int) -> list[np.ndarray] | None:
         """The merge keys touched since `version`; None when that is not known."""
         keys, at = [], version
         for change in self.changes:
@@ -91,6 +94,7 @@ class _Merged:
     versions: Versions
     mode: str
     rows: pd.DataFrame
+    keys: np.ndarray  #: `remerge.key_hashes` of the rows
 
 
 class _LRU:
@@ -128,7 +132,7 @@ def _visible(entitled: Sequence[FeedVersion], source: str | None) -> list[FeedVe
 
 def _selection_key(feeds: Sequence[FeedVersion], query: LineupQuery) -> Hashable:
     # JSON and CSV pages of one query share the sorted rows (C9: same rows).
-    return _versions(feeds), dataclasses.replace(query, format="json")
+    return _versions(feeds), query.rows_key()
 
 
 class LineupService:
@@ -176,11 +180,12 @@ class LineupService:
         with self._lock:
             cached = self._merged.get((versions, mode))
             if cached is None:
-                parts = self._parts(session, feeds)
-                rows = self._updated(versions, mode, parts)
-                if rows is None:
-                    rows = merge.merge(pd.concat(parts, ignore_index=True) if parts else load_records(session, []), mode)
-                cached = _Merged(versions, mode, rows)
+                parts = self._feed_parts(session, feeds)
+                cached = self._updated(versions, mode, parts)
+                if cached is None:
+                    frames = [part.frame for part in parts]
+                    rows = merge.merge(pd.concat(frames, ignore_index=True) if frames else load_records(session, []), mode)
+                    cached = _Merged(versions, mode, rows, remerge.key_hashes(rows))
                 self._merged.put((versions, mode), cached)
             return cached.rows
 
@@ -229,8 +234,8 @@ class LineupService:
         if hit.empty:
             raise NotFound(f"No lineup row with id {row_id}")
         # Groups never cross a merge key (C2.2), so the key's records suffice.
-        keys = hit.iloc[:1][remerge.KEY_COLUMNS]
-        same_key = [part[remerge.key_mask(part, keys)] for part in self._parts(session, feeds)]
+        key = remerge.key_hashes(hit.iloc[:1])[0]
+        same_key = [part.frame[part.keys == key] for part in self._feed_parts(session, feeds)]
         records = pd.concat(same_key, ignore_index=True) if same_key else load_records(session, [])
         result = explain_row(row_id, records, query.merge)
         if result is None:  # pragma: no cover - the row was just found
@@ -239,8 +244,11 @@ class LineupService:
 
     # ------------------------------------------------------------ caches
     def _parts(self, session: Session, feeds: Sequence[FeedVersion]) -> list[pd.DataFrame]:
+        return [part.frame for part in self._feed_parts(session, feeds)]
+
+    def _feed_parts(self, session: Session, feeds: Sequence[FeedVersion]) -> list[_FeedRecords]:
         with self._lock:
-            return [self._feed_records(session, feed).frame for feed in sorted(feeds, key=lambda f: f.id)]
+            return [self._feed_records(session, feed) for feed in sorted(feeds, key=lambda f: f.id)]
 
     def _feed_records(self, session: Session, feed: FeedVersion) -> _FeedRecords:
         """The feed's records at `feed.data_version`: cached, spliced with what changed
@@ -249,15 +257,17 @@ class LineupService:
         if cached is not None and cached.version == feed.data_version:
             return cached
         if cached is not None and cached.version < feed.data_version:
-            frame, keys = remerge.splice(cached.frame, load_changed(session, feed.id, cached.version))
-            change = _Change(cached.version, feed.data_version, keys)
-            cached = _FeedRecords(feed.data_version, frame, (*cached.changes, change)[-CHANGE_LOG:])
+            changed = load_changed(session, feed.id, cached.version)
+            frame, keys, touched = remerge.splice(cached.frame, cached.keys, changed)
+            change = _Change(cached.version, feed.data_version, touched)
+            cached = _FeedRecords(feed.data_version, frame, keys, (*cached.changes, change)[-CHANGE_LOG:])
         else:
-            cached = _FeedRecords(feed.data_version, load_records(session, [feed.id]))
+            frame = load_records(session, [feed.id])
+            cached = _FeedRecords(feed.data_version, frame, remerge.key_hashes(frame))
         self._records[feed.id] = cached
         return cached
 
-    def _updated(self, versions: Versions, mode: str, parts: list[pd.DataFrame]) -> pd.DataFrame | None:
+    def _updated(self, versions: Versions, mode: str, parts: list[_FeedRecords]) -> _Merged | None:
         """The merged rows at `versions`, made from the newest cached result of the same
         feeds and mode by merging again the keys that changed since; None when there is
         no such result or a full merge is the better way. The older result and its
@@ -277,10 +287,12 @@ class LineupService:
             if since is None:
                 return None
             keys += since
-        rows = remerge.remerge(base.rows, parts, pd.concat(keys, ignore_index=True), mode) if keys else base.rows
-        if rows is not None:
-            self._forget(base)
-        return rows
+        touched = np.concatenate(keys) if keys else np.empty(0, dtype=np.uint64)
+        updated = remerge.remerge(base.rows, base.keys, [(p.frame, p.keys) for p in parts], touched, mode)
+        if updated is None:
+            return None
+        self._forget(base)
+        return _Merged(versions, mode, *updated)
 
     def _forget(self, old: _Merged) -> None:
         self._merged.pop((old.versions, old.mode))

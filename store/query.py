@@ -15,7 +15,9 @@ the sort key of the last row served; the API signs it into the opaque cursor (C4
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import functools
 import json
 import re
 import uuid
@@ -88,7 +90,12 @@ class LineupQuery:
 
     def key(self) -> str:
         """`canonical()` as compact JSON with sorted keys: a stable cache/cursor key."""
-        return json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
+        return _query_key(self)
+
+    def rows_key(self) -> "LineupQuery":
+        """This query in JSON format: JSON and CSV pages of a query share their rows
+        (C9), so caches of rows key on this."""
+        return _rows_key(self)
 
     def to_params(self) -> dict[str, str]:
         """The query as URL parameters, defaults left out; `parse_query` reads them back
@@ -106,6 +113,17 @@ class LineupQuery:
             "format": None if self.format == "json" else self.format,
         }
         return {name: value for name, value in params.items() if value is not None}
+
+
+# Memoized: equal queries (frozen, hashable) arrive with many requests.
+@functools.lru_cache(maxsize=4096)
+def _query_key(query: LineupQuery) -> str:
+    return json.dumps(query.canonical(), sort_keys=True, separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _rows_key(query: LineupQuery) -> LineupQuery:
+    return dataclasses.replace(query, format="json")
 
 
 def parse_query(
@@ -266,7 +284,7 @@ def apply_filters(merged: pd.DataFrame, query: LineupQuery) -> pd.DataFrame:
         keep &= hit
     if query.date_from or query.date_to:
         keep &= _overlaps(merged, query.date_from, query.date_to)
-    return merged[keep]
+    return merged if keep.all() else merged[keep]  # no copy when nothing is filtered out
 
 
 def apply_latest(rows: pd.DataFrame) -> pd.DataFrame:

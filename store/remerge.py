@@ -8,7 +8,13 @@ records change, the merged rows of every other key stay exactly as they were, an
 
 as sets of rows (row order carries no meaning before the C3 sort). The touched keys are
 those of the changed records, both before and after the change (a record that moved
-to another key leaves its old group). Pure functions, DataFrames in and out.
+to another key leaves its old group).
+
+Keys are compared as 64-bit hashes (`key_hashes`), kept beside record frames and merged
+rows, so that finding the rows of a thousand keys among a million is an integer
+lookup. Two keys that share a hash only cost work: every record and every row of
+either key goes through the merge again, which gives their rows unchanged. Pure
+functions, arrays and DataFrames in and out.
 """
 
 from __future__ import annotations
@@ -22,57 +28,59 @@ from store import merge
 KEY_COLUMNS = ["vessel_key", "port_unlocode", "commodity_key"]
 #: Above this share of records to merge again, a full merge is the cheaper way.
 INCREMENTAL_SHARE = 0.25
+_MIX = np.uint64(0x100000001B3)
 
 
-def splice(records: pd.DataFrame, changed: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def key_hashes(frame: pd.DataFrame) -> np.ndarray:
+    """A uint64 hash of each row's merge key (records or merged rows): equal keys,
+    equal hashes, in every process (pandas' hashing has a fixed key)."""
+    hashes = np.zeros(len(frame), dtype=np.uint64)
+    for column in KEY_COLUMNS:
+        hashes = (hashes * _MIX) ^ pd.util.hash_array(frame[column].to_numpy(dtype=object))
+    return hashes
+
+
+def splice(
+    records: pd.DataFrame, keys: np.ndarray, changed: pd.DataFrame
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """One feed's merge input with `changed` records (`store.records.load_changed`)
-    put in place of the cached versions of the same `ref`, and the merge keys that
-    this touches: `(records, keys)`. Changed records whose commodity is now blank
-    leave the input (C1)."""
+    put in place of the cached versions of the same `ref`: `(records, their key
+    hashes, the hashes of the merge keys this touches)`. `keys` are the key hashes of
+    `records`. Changed records whose commodity is now blank leave the input (C1)."""
     replaced = records["ref"].isin(changed["ref"]).to_numpy()
     served = changed[changed["commodity"].notna()]
-    keys = pd.concat([records.loc[replaced, KEY_COLUMNS], served[KEY_COLUMNS]], ignore_index=True)
+    served_keys = key_hashes(served)
+    touched = np.unique(np.concatenate([keys[replaced], served_keys]))
     if not replaced.any() and served.empty:
-        return records, keys.iloc[:0]
+        return records, keys, touched
     updated = pd.concat([records[~replaced], served], ignore_index=True)
-    return updated, keys.drop_duplicates(ignore_index=True)
-
-
-def key_mask(frame: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:
-    """Whether each row of `frame` (records or merged rows) has one of the merge keys
-    in `keys` (a frame of KEY_COLUMNS)."""
-    mask = np.zeros(len(frame), dtype=bool)
-    if keys.empty or frame.empty:
-        return mask
-    # Few keys change: narrow by vessel first (one hash lookup a row), then compare
-    # the whole key of the few rows left.
-    candidates = np.flatnonzero(frame["vessel_key"].isin(keys["vessel_key"].unique()).to_numpy())
-    if len(candidates):
-        wanted = pd.MultiIndex.from_frame(keys[KEY_COLUMNS])
-        found = pd.MultiIndex.from_frame(frame[KEY_COLUMNS].iloc[candidates]).isin(wanted)
-        mask[candidates[found]] = True
-    return mask
+    return updated, np.concatenate([keys[~replaced], served_keys]), touched
 
 
 def remerge(
     merged: pd.DataFrame,
-    parts: list[pd.DataFrame],
-    keys: pd.DataFrame,
+    merged_keys: np.ndarray,
+    parts: list[tuple[pd.DataFrame, np.ndarray]],
+    touched: np.ndarray,
     mode: str,
     max_share: float = INCREMENTAL_SHARE,
-) -> pd.DataFrame | None:
-    """The merged rows of the records `parts` (one frame a feed), given `merged`, the
-    rows of the same feeds before the records of merge keys `keys` changed: the rows of
-    other keys are kept, the keys' records merged again (C2). None when more than
-    `max_share` of the records would be merged again: a full `merge.merge` is then
-    the cheaper way."""
-    masks = [key_mask(part, keys) for part in parts]
-    total = sum(len(part) for part in parts)
+) -> tuple[pd.DataFrame, np.ndarray] | None:
+    """The merged rows (and their key hashes) of the records `parts` (one frame a
+    feed, with its key hashes), given `merged` (and `merged_keys`), the rows of the
+    same feeds before the records of the keys hashed in `touched` changed: the rows of
+    other keys are kept, the touched keys' records merged again (C2). None when more
+    than `max_share` of the records would be merged again: a full `merge.merge` is
+    then the cheaper way."""
+    wanted = pd.Index(np.unique(touched))
+    masks = [wanted.get_indexer(keys) >= 0 for _, keys in parts]
+    total = sum(len(keys) for _, keys in parts)
     if sum(int(m.sum()) for m in masks) > max_share * max(total, 1):
         return None
-    touched = [part[m] for part, m in zip(parts, masks) if m.any()]
-    kept = merged[~key_mask(merged, keys)]
-    if not touched:
-        return kept.reset_index(drop=True)
-    fresh = merge.merge(pd.concat(touched, ignore_index=True), mode)
-    return pd.concat([kept, fresh], ignore_index=True)
+    stale = wanted.get_indexer(merged_keys) >= 0
+    kept, kept_keys = merged[~stale], merged_keys[~stale]
+    touched_records = [frame[m] for (frame, _), m in zip(parts, masks) if m.any()]
+    if not touched_records:
+        return kept.reset_index(drop=True), kept_keys
+    fresh = merge.merge(pd.concat(touched_records, ignore_index=True), mode)
+    rows = pd.concat([kept, fresh], ignore_index=True)
+    return rows, np.concatenate([kept_keys, key_hashes(fresh)])

@@ -71,9 +71,10 @@ def map_unique(column: pd.Series, function) -> pd.Series:
     """`function` applied once per distinct non-missing value of `column`; missing
     values stay None. Feed columns repeat a few values (ports, companies,
     enumerations) over many rows, so this is what keeps ingest fast."""
-    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    # Plain object arrays: pandas' string arrays factorize and iterate far slower.
+    codes, uniques = pd.factorize(column.to_numpy(dtype=object), use_na_sentinel=True)
     values = np.empty(len(uniques) + 1, dtype=object)
-    values[:-1] = [function(u) for u in uniques]
+    values[:-1] = [function(u) for u in uniques.tolist()]
     values[-1] = None  # code -1: missing
     return pd.Series(values[codes], index=column.index, dtype=object)
 
@@ -133,11 +134,17 @@ def validate_frame(frame: pd.DataFrame, date_format=None, name: str = "file", ti
 
 def _check_lengths(out: pd.DataFrame, problems: _Problems) -> None:
     for field, limit in _TEXT_LIMITS.items():
-        problems.add(
-            out[field].str.len().gt(limit).to_numpy(),
-            field,
-            f"longer than {limit} characters",
-        )
+        problems.add(_lengths(out[field]) > limit, field, f"longer than {limit} characters")
+
+
+def _lengths(column: pd.Series) -> np.ndarray:
+    """The length of each value of a text column (0 where missing), counted in C
+    (`.str.len()` loops in Python over object columns)."""
+    values = column.to_numpy(dtype=object)
+    present = ~pd.isna(values)
+    lengths = np.zeros(len(values), dtype=np.int64)
+    lengths[present] = np.fromiter(map(len, values[present]), dtype=np.int64, count=int(present.sum()))
+    return lengths
 
 
 def _check_characters(out: pd.DataFrame, problems: _Problems) -> None:
@@ -146,7 +153,7 @@ def _check_characters(out: pd.DataFrame, problems: _Problems) -> None:
     spreadsheets drop it, exposing what follows (C9)."""
     for field in FEED_FILE_COLUMNS:
         # One scan of the joined text; the rows are looked for only when there is one.
-        if "\0" in "".join([v for v in out[field].tolist() if v is not None]):
+        if "\0" in "".join(filter(None, out[field].tolist())):  # filter(): skips None in C
             has_nul = map_unique(out[field], lambda v: "\0" in v).eq(True).to_numpy()
             problems.add(has_nul, field, "contains a NUL character")
 
@@ -263,9 +270,11 @@ def derive(clean: pd.DataFrame, mappings: Mapping[str, str]) -> pd.DataFrame:
     content hash to validated rows."""
     out = clean.copy()
     directory = default_directory()
-    ports = map_unique(out["port_unlocode"], directory.get)
-    out["port_name"] = out["port_name"].fillna(map_unique(ports, lambda p: p.name if p else None))
-    out["country_name"] = out["country_name"].fillna(map_unique(ports, lambda p: p.country_name if p else None))
+    # By code, not by Port object: factorizing objects would hash each one per row.
+    port_names = map_unique(out["port_unlocode"], lambda code: getattr(directory.get(code), "name", None))
+    countries = map_unique(out["port_unlocode"], lambda code: getattr(directory.get(code), "country_name", None))
+    out["port_name"] = out["port_name"].fillna(port_names)
+    out["country_name"] = out["country_name"].fillna(countries)
     imo_key = map_unique(out["vessel_imo"], lambda v: "IMO" + v)
     name_key = map_unique(out["vessel_name"], lambda v: "NAME:" + vessel_name_key(v))
     out["vessel_key"] = imo_key.fillna(name_key)

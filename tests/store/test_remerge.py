@@ -79,30 +79,46 @@ def test_merging_the_touched_keys_again_equals_a_full_merge(scenario, mode):
     before, changes = scenario
     old_parts, delta = _by_feed(before), _by_feed(changes)
     merged_before = merge(pd.concat(old_parts.values(), ignore_index=True), mode)
-    parts, keys = [], []
+    parts, touched = [], []
     for feed, part in old_parts.items():
-        updated, touched = remerge.splice(part, delta[feed])
-        parts.append(updated)
-        keys.append(touched)
-    incremental = remerge.remerge(merged_before, parts, pd.concat(keys, ignore_index=True), mode, max_share=1.0)
-    assert_same_rows(incremental, merge(pd.concat(parts, ignore_index=True), mode))
+        updated, keys, touched_keys = remerge.splice(part, remerge.key_hashes(part), delta[feed])
+        assert (keys == remerge.key_hashes(updated)).all()
+        parts.append((updated, keys))
+        touched.append(touched_keys)
+    rows, keys = remerge.remerge(
+        merged_before, remerge.key_hashes(merged_before), parts, np.concatenate(touched), mode, max_share=1.0
+    )
+    assert (keys == remerge.key_hashes(rows)).all()
+    assert_same_rows(rows, merge(pd.concat([p for p, _ in parts], ignore_index=True), mode))
 
 
 def test_a_record_that_moves_to_another_key_leaves_its_old_group():
     part = frame(record("a", eta="2024-03-01T06:00:00Z"), record("b", eta="2024-03-02T06:00:00Z"))
     merged_before = merge(part)
     assert merged_before["_members"].tolist() == [2]
-    updated, keys = remerge.splice(part, frame(record("b", port_unlocode="BEANR", eta="2024-03-02T06:00:00Z")))
-    assert sorted(keys["port_unlocode"]) == ["BEANR", "NLRTM"]
-    rows = remerge.remerge(merged_before, [updated], keys, "all", max_share=1.0)
+    moved = frame(record("b", port_unlocode="BEANR", eta="2024-03-02T06:00:00Z"))
+    updated, keys, touched = remerge.splice(part, remerge.key_hashes(part), moved)
+    assert len(touched) == 2  # the old key and the new one
+    rows, _ = remerge.remerge(merged_before, remerge.key_hashes(merged_before), [(updated, keys)], touched, "all", 1.0)
     assert sorted(rows["port_unlocode"]) == ["BEANR", "NLRTM"]
+    assert_same_rows(rows, merge(updated))
+
+
+def test_keys_that_share_a_hash_are_merged_again_with_the_same_rows(monkeypatch):
+    monkeypatch.setattr(remerge, "key_hashes", lambda frame: np.zeros(len(frame), dtype=np.uint64))
+    part = frame(record("a"), record("b", port_unlocode="BEANR"), record("c", port_unlocode="BEANR"))
+    merged_before = merge(part)
+    changed = frame(record("a", quantity=5.0))
+    updated, keys, touched = remerge.splice(part, remerge.key_hashes(part), changed)
+    rows, _ = remerge.remerge(merged_before, remerge.key_hashes(merged_before), [(updated, keys)], touched, "all", 1.0)
     assert_same_rows(rows, merge(updated))
 
 
 def test_too_many_changes_ask_for_a_full_merge():
     part = frame(record("a"), record("b", port_unlocode="BEANR"))
-    updated, keys = remerge.splice(part, frame(record("a", quantity=5.0)))
-    assert remerge.remerge(merge(part), [updated], keys, "all", max_share=0.25) is None
+    updated, keys, touched = remerge.splice(part, remerge.key_hashes(part), frame(record("a", quantity=5.0)))
+    merged = merge(part)
+    assert remerge.remerge(merged, remerge.key_hashes(merged), [(updated, keys)], touched, "all", 0.25) is None
 
 
 # ---------------------------------------------------------------- the service

@@ -1,0 +1,112 @@
+"""Server processes the benchmark starts, and their memory.
+
+`Process` starts a command that serves HTTP on a free 127.0.0.1 port, waits until a
+URL answers, and stops it with SIGTERM (then SIGKILL) when the block ends; its output
+goes to a log file. `rss_mib` reads a process's resident memory from /proc, and
+`RssSampler` records its peak while something runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import requests
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def rss_mib(pid: int) -> float:
+    """The resident memory of process `pid` in MiB (VmRSS)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class RssSampler:
+    """Samples a process's resident memory every `interval` seconds in a thread while
+    the block runs: `peak` and `first` in MiB."""
+
+    def __init__(self, pid: int, interval: float = 0.01):
+        self.pid, self.interval = pid, interval
+        self.first = self.peak = rss_mib(pid)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, rss_mib(self.pid))
+
+    def __enter__(self) -> "RssSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, rss_mib(self.pid))
+
+
+class Process:
+    """A server subprocess on 127.0.0.1:`port`; a context manager."""
+
+    def __init__(self, command: list[str], port: int, log: Path, env: dict[str, str] | None = None):
+        self.command, self.port, self.log_path = command, port, log
+        self.env = {**os.environ, **(env or {})}
+        self.base_url = f"http://127.0.0.1:{port}"
+        self.popen: subprocess.Popen | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.popen is not None
+        return self.popen.pid
+
+    def start(self, ready_path: str = "/", timeout: float = 120.0) -> "Process":
+        """Start the command and wait until GET `ready_path` answers. Raises
+        RuntimeError (with the end of its log) when it exits or never answers."""
+        self._log = self.log_path.open("wb")
+        self.popen = subprocess.Popen(self.command, stdout=self._log, stderr=subprocess.STDOUT, env=self.env)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.popen.poll() is not None:
+                raise RuntimeError(f"{self.command[0]} exited ({self.popen.returncode}): {self.tail()}")
+            try:
+                requests.get(self.base_url + ready_path, timeout=5)
+                return self
+            except (requests.ConnectionError, requests.Timeout):  # not listening, or not serving yet
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"{self.command[0]} did not answer within {timeout:.0f} s: {self.tail()}")
+
+    def tail(self, size: int = 2000) -> str:
+        self._log.flush()
+        return self.log_path.read_bytes()[-size:].decode("utf-8", "replace")
+
+    def stop(self, grace: float = 15.0) -> None:
+        """SIGTERM, then SIGKILL after `grace` seconds; only this process."""
+        if self.popen is None or self.popen.poll() is not None:
+            return
+        self.popen.send_signal(signal.SIGTERM)
+        try:
+            self.popen.wait(grace)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait()
+        self._log.close()
+
+    def __enter__(self) -> "Process":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,173 @@
+"""One command that measures the lineup service against its targets, ceilings and
+baselines (issue 8), and writes `docs/benchmarks.md` with a chart:
+
+    .venv/bin/python bench/run.py [--quick] [--records N] [--runs R] [--pg URL] [--out docs/benchmarks.md]
+
+In one run, on a store of `--records` records (default 1,000,000; `--quick`: 50,000
+and shorter loads, under a minute):
+
+1. ingest rows/s of a CSV into SQLite (and PostgreSQL when it answers), next to a bare
+   executemany (`bench/ingest_bench.py`);
+2. the cold merge against a straightforward pandas merge, and its peak memory
+   (`bench/merge_bench.py`);
+3. the next query after a 1,000-record ingest (incremental re-merge) against a full
+   re-merge;
+4. warm /v1/lineups pages under 32 connections against a bare Tornado ceiling, with
+   `lineups serve` started on a free 127.0.0.1 port;
+5. CSV exports through share links (the whole store, and ~100,000 rows), with the
+   server's memory while it streams, and its memory with the result cached.
+
+Load generators are bounded in requests and time and target only 127.0.0.1. Every
+process the bench starts, it stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import engine_figures  # noqa: E402
+import server_figures  # noqa: E402
+from dataset import build_store  # noqa: E402
+from figures import Figure, Target  # noqa: E402
+from load import WRK  # noqa: E402
+from report import write_report  # noqa: E402
+
+from store.query import LineupQuery  # noqa: E402
+
+DEFAULT_PG = os.environ.get("LINEUPS_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+SHARE_ROWS = 100_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    records: int
+    runs: int
+    #: Seconds of each load run (ceiling and service alternate).
+    load_seconds: float
+    #: Distinct cursored pages the load walks.
+    pages: int
+    share_rows: int
+    pg_url: str | None
+    quick: bool
+    connections: int = 32
+    changes: int = 1000
+
+
+def config(args: argparse.Namespace) -> Config:
+    records = args.records or (50_000 if args.quick else 1_000_000)
+    return Config(
+        records=records,
+        runs=args.runs or 3,
+        load_seconds=2 if args.quick else 10,
+        pages=20 if args.quick else 200,
+        share_rows=min(SHARE_ROWS, records // 10),
+        pg_url=args.pg or None,
+        quick=args.quick,
+    )
+
+
+def machine() -> str:
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    model = platform.processor() or "unknown CPU"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    load = os.getloadavg()[0]
+    return f"{os.cpu_count()} cores (nproc), {memory:.1f} GiB memory, {model}; load average {load:.2f} at the start"
+
+
+def versions() -> str:
+    names = ("pandas", "numpy", "tornado", "sqlalchemy")
+    parts = [f"Python {platform.python_version()}", *(f"{n} {version(n)}" for n in names)]
+    if WRK:
+        head = subprocess.run([WRK, "-v"], capture_output=True, text=True).stdout.split()
+        parts.append(" ".join(head[:2]) if head else "wrk")
+    return ", ".join(parts)
+
+
+def measure(cfg: Config, folder: Path) -> tuple[list[Figure], tuple | None]:
+    """Every figure of the run, and the load results for the chart."""
+    step = _Steps()
+    figures = step("ingest", engine_figures.ingest_figures, cfg.records, cfg.runs, cfg.pg_url)
+    figures += step("cold merge", engine_figures.merge_figures, cfg.records, cfg.runs)
+    dataset = step("building the service store", build_store, folder, cfg.records)
+    incremental, service = step("incremental re-merge", engine_figures.incremental_figures, dataset, cfg.runs, cfg.changes)
+    figures += incremental
+    export_rows, render_rate = step("CSV renderer reference", engine_figures.render_reference, service, dataset, cfg.runs)
+    share_query, share_rows = step("choosing the share link", engine_figures.share_query, service, dataset, cfg.share_rows)
+    del service
+    with server_figures.start_service(dataset, folder) as server:
+        warm = step("warming the server", server_figures.warm_pages, server, dataset.api_key, cfg.pages)
+        figures.append(Figure("api.first_query", "API page", "first /v1/lineups request of the server "
+                              "(load and merge the store)", "s", [warm.first_query_s]))
+        api, ceiling, loads = step("API load", server_figures.api_figures, server, dataset.api_key, warm, folder,
+                                   cfg.runs, cfg.load_seconds, cfg.connections)
+        figures += api
+        reference = ("CSV renderer alone, in process", render_rate)
+        whole_url = step("share link (whole store)", server_figures.create_link, dataset, server, LineupQuery())
+        figures += step("export (whole store)", server_figures.export_figure, "export.whole",
+                        "CSV export of the whole store through a share link", whole_url, server.pid, cfg.runs,
+                        Target(">=", 300_000), reference)
+        share_url = step("share link", server_figures.create_link, dataset, server, share_query)
+        figures += step("export (share link)", server_figures.export_figure, "export.share",
+                        f"share link of ~{cfg.share_rows:,} rows (`from`/`to` of the first days)", share_url,
+                        server.pid, cfg.runs, Target(">=", 200_000), reference)
+    print(f"[bench] whole result {export_rows:,} rows; share link {share_rows:,} rows", flush=True)
+    return figures, (ceiling, loads)
+
+
+class _Steps:
+    """Runs a step and says on stderr what it does and how long it took."""
+
+    def __call__(self, name: str, function, *args):
+        print(f"[bench] {name} …", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        result = function(*args)
+        print(f"[bench] {name}: {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+        return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="about 50,000 records and short loads (under a minute)")
+    parser.add_argument("--records", type=int, default=None, help="store size (default 1,000,000; quick 50,000)")
+    parser.add_argument("--runs", type=int, default=None, help="repetitions of each figure (default 3)")
+    parser.add_argument("--pg", default=DEFAULT_PG, help="PostgreSQL URL for the ingest figure ('' to skip)")
+    parser.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"), help="the report (Markdown)")
+    args = parser.parse_args(argv)
+    cfg = config(args)
+    start = time.time()
+    run = {
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "records": cfg.records,
+        "runs": cfg.runs,
+        "quick": cfg.quick,
+        "machine": machine(),
+        "versions": versions(),
+    }
+    with tempfile.TemporaryDirectory(prefix="lineups-bench-") as tmp:
+        figures, loads = measure(cfg, Path(tmp))
+    run["seconds"] = time.time() - start
+    write_report(args.out, figures, run, loads)
+    for figure in figures:
+        value = "—" if figure.missing else f"{figure.median:,.3f}"
+        print(f"{figure.id:24s} {value:>14s} {figure.unit:7s} {'' if figure.met is None else ('met' if figure.met else 'MISSED')}")
+    print(f"[bench] wrote {args.out} in {run['seconds']:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
