@@ -182,14 +182,13 @@ _STORED = (*CONTENT_FIELDS, "vessel_key", "commodity_raw_key", "commodity_leaf",
 def _python_values(column: pd.Series, sqlite: bool) -> list:
     """A column as Python values for a DB-API driver: None for missing, naive UTC
     datetimes (ISO text for SQLite, as SQLAlchemy stores them), Python numbers."""
-    missing = column.isna().to_numpy()
     if isinstance(column.dtype, pd.DatetimeTZDtype):
-        naive = column.dt.tz_convert(None).to_numpy().astype("datetime64[us]")
-        if sqlite:  # numpy formats in C; SQLAlchemy's SQLite layout has a space, not "T"
-            values = np.char.replace(np.datetime_as_string(naive, unit="us"), "T", " ").astype(object)
-        else:
-            values = np.array(naive.tolist(), dtype=object)
-    elif column.dtype == object:
+        return _python_times(column, sqlite)
+    if isinstance(column.dtype, pd.CategoricalDtype):  # text from validate_frame and derive
+        values = column.cat.categories.to_numpy(dtype=object)
+        return np.append(values, None)[column.cat.codes.to_numpy()].tolist()
+    missing = column.isna().to_numpy()
+    if column.dtype == object:
         if not missing.any():
             return column.tolist()
         values = column.to_numpy(dtype=object, copy=True)
@@ -197,6 +196,19 @@ def _python_values(column: pd.Series, sqlite: bool) -> list:
         values = np.array(column.tolist(), dtype=object)
     values[missing] = None
     return values.tolist()
+
+
+def _python_times(column: pd.Series, sqlite: bool) -> list:
+    """Each distinct time converted once: a feed repeats its times over many rows."""
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    naive = uniques.tz_convert(None).as_unit("us").to_numpy()
+    if not len(naive):
+        return [None] * len(codes)
+    if sqlite:  # numpy formats in C; SQLAlchemy's SQLite layout has a space, not "T"
+        values = np.char.replace(np.datetime_as_string(naive, unit="us"), "T", " ").astype(object)
+    else:
+        values = np.array(naive.tolist(), dtype=object)
+    return np.append(values, None)[codes].tolist()
 
 
 def _rows(frame: pd.DataFrame, columns: list[str], sqlite: bool) -> Iterator[tuple]:

@@ -1,4 +1,5 @@
-"""Row validation of feed files (contract C1, C11), column by column.
+"""Row validation of feed files (contract C1, C11), column by column, each check run
+once per distinct value of a column (`Distinct`).
 
 `validate_frame` checks a frame of strings and returns typed, cleaned columns, or
 raises one ValidationError whose `details` list every bad row as
@@ -67,31 +68,88 @@ class _Problems:
             )
 
 
-def map_unique(column: pd.Series, function) -> pd.Series:
-    """`function` applied once per distinct non-missing value of `column`; missing
-    values stay None. Feed columns repeat a few values (ports, companies,
-    enumerations) over many rows, so this is what keeps ingest fast."""
-    # Plain object arrays: pandas' string arrays factorize and iterate far slower.
-    codes, uniques = pd.factorize(column.to_numpy(dtype=object), use_na_sentinel=True)
-    values = np.empty(len(uniques) + 1, dtype=object)
-    values[:-1] = [function(u) for u in uniques.tolist()]
-    values[-1] = None  # code -1: missing
-    return pd.Series(values[codes], index=column.index, dtype=object)
+class Distinct:
+    """A column as codes into its distinct values (code -1: missing), so that every
+    check and conversion runs once per distinct value. Feed columns repeat a few
+    values (ports, companies, enumerations, times) over many rows: one factorize per
+    column, reused by every later step, is what keeps ingest fast."""
+
+    def __init__(self, codes: np.ndarray, values: np.ndarray):
+        self.codes = codes
+        self.values = values
+
+    @classmethod
+    def of(cls, column: pd.Series) -> Distinct:
+        """The distinct values of `column`; None and NaN are missing."""
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            return cls(column.cat.codes.to_numpy(), column.cat.categories.to_numpy(dtype=object))
+        # Plain object arrays: pandas' string arrays factorize and iterate far slower.
+        codes, uniques = pd.factorize(column.to_numpy(dtype=object), use_na_sentinel=True)
+        return cls(codes, np.asarray(uniques, dtype=object))
+
+    @classmethod
+    def missing_column(cls, rows: int) -> Distinct:
+        return cls(np.full(rows, -1, dtype=np.intp), np.empty(0, dtype=object))
+
+    @property
+    def missing(self) -> np.ndarray:
+        return self.codes < 0
+
+    def map(self, function) -> Distinct:
+        """`function` applied once per distinct value; a None result is missing."""
+        values = self.values.tolist()
+        mapped = [function(v) for v in values]
+        if mapped == values:  # the common case of clean text: no need to factorize again
+            return self
+        return Distinct(self.codes, np.array(mapped, dtype=object)).deduplicated()
+
+    def deduplicated(self) -> Distinct:
+        """The same rows with each value once among `values` (None: missing)."""
+        codes, uniques = pd.factorize(np.append(self.values, None), use_na_sentinel=True)
+        # The None appended above is code -1 of the result: where missing rows land.
+        return Distinct(codes[self.codes], np.asarray(uniques, dtype=object))
+
+    def test(self, predicate) -> np.ndarray:
+        """For each row, `predicate` of its value (False where missing)."""
+        flags = np.fromiter(map(predicate, self.values.tolist()), dtype=bool, count=len(self.values))
+        return self.spread(flags, False)
+
+    def spread(self, per_value: np.ndarray, fill) -> np.ndarray:
+        """An array of one entry per distinct value as one entry per row, `fill` where
+        missing."""
+        return np.append(per_value, np.array([fill], dtype=per_value.dtype))[self.codes]
+
+    def rows(self) -> np.ndarray:
+        """The values row by row, None where missing."""
+        return self.spread(self.values, None)
+
+    def value(self, position: int) -> str:
+        return self.values[self.codes[position]]
+
+    def fill(self, other: Distinct) -> Distinct:
+        """This column's values, and `other`'s where this one is missing."""
+        values = np.concatenate([self.values, other.values])
+        moved = np.where(other.codes < 0, -1, other.codes + len(self.values))
+        return Distinct(np.where(self.missing, moved, self.codes), values).deduplicated()
+
+    def categorical(self) -> pd.Categorical:
+        """The column as a pandas categorical: later steps (`derive`, the content hash,
+        the values for the driver) then work on its codes, not on each row's text."""
+        dtype = pd.CategoricalDtype(pd.Index(self.values, dtype=object))
+        return pd.Categorical.from_codes(self.codes, dtype=dtype)
 
 
 def _clean_text(value: object) -> str | None:
     text = str(value).strip()
-    return None if text.lower() in _BLANK_WORDS else text
-
-
-def _blank_to_na(column: pd.Series) -> pd.Series:
-    return map_unique(column, _clean_text)
+    # No blank word is longer than three characters: most values skip `lower()`.
+    return None if len(text) <= 3 and text.lower() in _BLANK_WORDS else text
 
 
 def validate_frame(frame: pd.DataFrame, date_format=None, name: str = "file", timezone: str | None = None) -> pd.DataFrame:
     """Typed, cleaned rows of a feed file (`date_format`: a strptime format or a list
-    of them, tried in order; default ISO 8601). Raises ValidationError listing every bad
-    row (line, field, reason); the `_line` column gives file lines."""
+    of them, tried in order; default ISO 8601): text columns but `ref` as categoricals,
+    missing values as NaN/NaT/NA. Raises ValidationError listing every bad row (line,
+    field, reason); the `_line` column gives file lines."""
     lines = frame["_line"]
     problems = _Problems(lines)
     unknown = [c for c in frame.columns if c != "_line" and c not in FEED_FILE_COLUMNS]
@@ -109,109 +167,111 @@ def validate_frame(frame: pd.DataFrame, date_format=None, name: str = "file", ti
     if len(problems.items) > len(unknown):
         problems.raise_if_any(name)
 
-    out = pd.DataFrame({"_line": lines.to_numpy()}, index=frame.index)
-    for column in FEED_FILE_COLUMNS:
-        out[column] = _blank_to_na(frame[column]) if column in frame.columns else None
-
-    _check_lengths(out, problems)
-    _check_characters(out, problems)
-    _check_ref(out, problems)
-    _check_port(out, problems)
-    _check_vessel(out, problems)
+    text = {
+        column: Distinct.of(frame[column]).map(_clean_text)
+        if column in frame.columns
+        else Distinct.missing_column(len(frame))
+        for column in FEED_FILE_COLUMNS
+    }
+    _check_lengths(text, problems)
+    _check_characters(text, problems)
+    _check_ref(text["ref"], lines, problems)
+    text["port_unlocode"] = _check_port(text["port_unlocode"], problems)
+    text["vessel_imo"] = _check_vessel(text["vessel_imo"], text["vessel_name"], problems)
+    typed: dict[str, Any] = {}
     for column in (*DATE_FIELDS, "updated_at"):
         feed_dates = column in DATE_FIELDS
-        out[column] = _parse_dates(
-            out[column], column, problems, date_format if feed_dates else None, timezone if feed_dates else None
+        typed[column] = _parse_dates(
+            text[column], column, problems, date_format if feed_dates else None, timezone if feed_dates else None
         )
-    out["dwt"] = _parse_numbers(out["dwt"], "dwt", problems, integer=True)
-    out["quantity"] = _parse_numbers(out["quantity"], "quantity", problems, integer=False)
+    typed["dwt"] = _parse_numbers(text["dwt"], "dwt", problems, integer=True)
+    typed["quantity"] = _parse_numbers(text["quantity"], "quantity", problems, integer=False)
     for column, choices in ENUMERATIONS.items():
-        out[column] = _parse_enum(out[column], column, choices, problems)
-    out["vessel_type"] = map_unique(out["vessel_type"], lambda v: canonical_enum("vessel_type", v))
+        text[column] = _parse_enum(text[column], column, choices, problems)
+    text["vessel_type"] = text["vessel_type"].map(lambda v: canonical_enum("vessel_type", v))
     problems.raise_if_any(name)
+    out = pd.DataFrame({"_line": lines.to_numpy()}, index=frame.index)
+    for column in FEED_FILE_COLUMNS:
+        if column in typed:
+            out[column] = pd.Series(typed[column], index=frame.index)
+        elif column == "ref":  # one value a row: object, not pandas' string dtype
+            out[column] = pd.Series(text[column].rows(), index=frame.index, dtype=object)
+        else:
+            out[column] = pd.Series(text[column].categorical(), index=frame.index)
     return out
 
 
-def _check_lengths(out: pd.DataFrame, problems: _Problems) -> None:
+def _check_lengths(text: dict[str, Distinct], problems: _Problems) -> None:
     for field, limit in _TEXT_LIMITS.items():
-        problems.add(_lengths(out[field]) > limit, field, f"longer than {limit} characters")
+        column = text[field]
+        lengths = np.fromiter(map(len, column.values.tolist()), dtype=np.int64, count=len(column.values))
+        problems.add(column.spread(lengths > limit, False), field, f"longer than {limit} characters")
 
 
-def _lengths(column: pd.Series) -> np.ndarray:
-    """The length of each value of a text column (0 where missing), counted in C
-    (`.str.len()` loops in Python over object columns)."""
-    values = column.to_numpy(dtype=object)
-    present = ~pd.isna(values)
-    lengths = np.zeros(len(values), dtype=np.int64)
-    lengths[present] = np.fromiter(map(len, values[present]), dtype=np.int64, count=int(present.sum()))
-    return lengths
-
-
-def _check_characters(out: pd.DataFrame, problems: _Problems) -> None:
+def _check_characters(text: dict[str, Distinct], problems: _Problems) -> None:
     """A NUL character is a bad row on every back end: PostgreSQL cannot store it (the
     file would fail there with a database error instead of a report), and
     spreadsheets drop it, exposing what follows (C9)."""
     for field in FEED_FILE_COLUMNS:
-        # One scan of the joined text; the rows are looked for only when there is one.
-        if "\0" in "".join(filter(None, out[field].tolist())):  # filter(): skips None in C
-            has_nul = map_unique(out[field], lambda v: "\0" in v).eq(True).to_numpy()
-            problems.add(has_nul, field, "contains a NUL character")
+        column = text[field]
+        # One scan of the joined values; the rows are looked for only when there is one.
+        if "\0" in "".join(column.values.tolist()):
+            problems.add(column.test(lambda v: "\0" in v), field, "contains a NUL character")
 
 
-def _check_ref(out: pd.DataFrame, problems: _Problems) -> None:
-    problems.add(out["ref"].isna(), "ref", "ref is required")
-    duplicated = out["ref"].notna() & out["ref"].duplicated(keep="first")
+def _check_ref(ref: Distinct, lines: pd.Series, problems: _Problems) -> None:
+    problems.add(ref.missing, "ref", "ref is required")
+    duplicated = ~ref.missing & pd.Series(ref.codes).duplicated(keep="first").to_numpy()
     if duplicated.any():
-        first_line = out.loc[out["ref"].notna()].drop_duplicates("ref").set_index("ref")["_line"]
-        refs = out["ref"].to_numpy()
+        refs = ref.rows()
+        present = ~ref.missing
+        first_line = (
+            pd.DataFrame({"ref": refs[present], "_line": lines.to_numpy()[present]})
+            .drop_duplicates("ref")
+            .set_index("ref")["_line"]
+        )
         problems.add(
             duplicated, "ref", lambda i: f"duplicate ref {refs[i]!r} (first on line {first_line[refs[i]]})"
         )
 
 
-def _check_port(out: pd.DataFrame, problems: _Problems) -> None:
-    port = map_unique(out["port_unlocode"], lambda v: v.upper().replace(" ", ""))
-    out["port_unlocode"] = port
-    problems.add(port.isna(), "port_unlocode", "port_unlocode is required")
-    valid = map_unique(port, looks_like_unlocode)
-    values = port.to_numpy()
+def _check_port(port: Distinct, problems: _Problems) -> Distinct:
+    """The port codes upper-cased without spaces; bad ones reported."""
+    port = port.map(lambda v: v.upper().replace(" ", ""))
+    problems.add(port.missing, "port_unlocode", "port_unlocode is required")
     problems.add(
-        port.notna() & (valid != True),  # noqa: E712 - object column of True/False/None
+        ~port.missing & ~port.test(looks_like_unlocode),
         "port_unlocode",
-        lambda i: f"{values[i]!r} is not a UN/LOCODE (2 letters + 3 letters or digits)",
+        lambda i: f"{port.value(i)!r} is not a UN/LOCODE (2 letters + 3 letters or digits)",
     )
+    return port
 
 
-def _check_vessel(out: pd.DataFrame, problems: _Problems) -> None:
-    problems.add(
-        out["vessel_imo"].isna() & out["vessel_name"].isna(),
-        "vessel_imo",
-        "one of vessel_imo or vessel_name is required",
-    )
-    imo = map_unique(out["vessel_imo"], lambda v: _IMO_PREFIX.sub("", v))
-    digits = map_unique(imo, lambda v: len(v) == 7 and v.isdigit()).eq(True).to_numpy()
-    valid = np.zeros(len(imo), dtype=bool)
+def _check_vessel(given: Distinct, names: Distinct, problems: _Problems) -> Distinct:
+    """The valid IMO numbers' seven digits (missing where invalid); bad ones reported."""
+    problems.add(given.missing & names.missing, "vessel_imo", "one of vessel_imo or vessel_name is required")
+    imo = given.map(lambda v: _IMO_PREFIX.sub("", v))
+    digits = np.array([len(v) == 7 and v.isdigit() for v in imo.values.tolist()], dtype=bool)
+    valid = np.zeros(len(imo.values), dtype=bool)
     if digits.any():
-        text = "".join(imo[digits]).encode("ascii")
+        text = "".join(imo.values[digits]).encode("ascii")
         matrix = np.frombuffer(text, dtype=np.uint8).reshape(-1, 7).astype(np.int64) - ord("0")
         weighted = (matrix[:, :6] * np.arange(7, 1, -1)).sum(axis=1)
         valid[digits] = weighted % 10 == matrix[:, 6]
-    values = out["vessel_imo"].to_numpy()
+    valid_rows = imo.spread(valid, False)
     problems.add(
-        out["vessel_imo"].notna().to_numpy() & ~valid,
+        ~given.missing & ~valid_rows,
         "vessel_imo",
-        lambda i: f"{values[i]!r} is not a valid IMO number (7 digits, check digit)",
+        lambda i: f"{given.value(i)!r} is not a valid IMO number (7 digits, check digit)",
     )
-    out["vessel_imo"] = imo.where(valid, None)
+    return Distinct(np.where(valid_rows, imo.codes, -1), imo.values)
 
 
-def _parse_dates(column: pd.Series, field: str, problems: _Problems, date_format, timezone=None) -> pd.Series:
+def _parse_dates(column: Distinct, field: str, problems: _Problems, date_format, timezone=None) -> pd.DatetimeIndex:
     """Parse once per distinct value. Times without an offset are UTC (C1), or local
     times of `timezone` when a feed's mapping names one."""
-    present = column.notna()
     formats = [date_format] if isinstance(date_format, str) else list(date_format or ["ISO8601"])
-    codes, uniques = pd.factorize(column, use_na_sentinel=True)
-    distinct = pd.Series(uniques, dtype=object)
+    distinct = pd.Series(column.values, dtype=object)
 
     def parse(fmt: str) -> pd.Series:
         if timezone is None:
@@ -222,67 +282,76 @@ def _parse_dates(column: pd.Series, field: str, problems: _Problems, date_format
     parsed_uniques = parse(formats[0])
     for fmt in formats[1:]:
         parsed_uniques = parsed_uniques.fillna(parse(fmt))
-    parsed = pd.Series(
-        pd.DatetimeIndex(parsed_uniques).take(codes, allow_fill=True, fill_value=pd.NaT), index=column.index
-    ).astype("datetime64[ns, UTC]")
-    bad = present & parsed.isna()
-    values = column.to_numpy()
+    parsed = pd.DatetimeIndex(parsed_uniques.astype("datetime64[ns, UTC]").dt.floor("s"))
+    rows = parsed.take(column.codes, allow_fill=True, fill_value=pd.NaT)
     expected = f"format {' or '.join(formats)}" if date_format else "ISO 8601 or YYYY-MM-DD"
-    problems.add(bad, field, lambda i: f"{values[i]!r} is not a date ({expected})")
-    return parsed.dt.floor("s")
+    problems.add(
+        ~column.missing & rows.isna(), field, lambda i: f"{column.value(i)!r} is not a date ({expected})"
+    )
+    return rows
 
 
 #: The largest whole number a 32-bit integer column (dwt) holds on every back end.
 _MAX_INTEGER = 2**31 - 1
 
 
-def _parse_numbers(column: pd.Series, field: str, problems: _Problems, integer: bool) -> pd.Series:
-    present = column.notna()
-    parsed = pd.to_numeric(column, errors="coerce").astype(float)
+def _parse_numbers(
+    column: Distinct, field: str, problems: _Problems, integer: bool
+) -> pd.api.extensions.ExtensionArray:
+    present = ~column.missing
+    # A None among the values when rows miss one, as in the whole column: it decides
+    # whether pandas parses the values as integers or as floats.
+    distinct = column.values.tolist() + ([None] if not present.all() else [])
+    parsed = pd.to_numeric(pd.Series(distinct, dtype=object), errors="coerce").astype(float).to_numpy()
+    parsed = pd.Series(column.spread(parsed[: len(column.values)], np.nan))
     # "inf" and "1e400" parse as infinity, which no column stores: not a number either.
     parsed = parsed.where(np.isfinite(parsed))
-    values = column.to_numpy()
-    problems.add(present & parsed.isna(), field, lambda i: f"{values[i]!r} is not a number")
-    problems.add(present & (parsed < 0), field, lambda i: f"{values[i]!r} is negative")
+    problems.add(present & parsed.isna(), field, lambda i: f"{column.value(i)!r} is not a number")
+    problems.add(present & (parsed < 0), field, lambda i: f"{column.value(i)!r} is negative")
     if not integer:
-        return parsed
+        return parsed.array
     fractional = present & parsed.notna() & (parsed != parsed.round())
-    problems.add(fractional, field, lambda i: f"{values[i]!r} is not a whole number")
+    problems.add(fractional, field, lambda i: f"{column.value(i)!r} is not a whole number")
     too_large = parsed > _MAX_INTEGER
-    problems.add(too_large, field, lambda i: f"{values[i]!r} is too large")
-    return parsed.where(~too_large).round().astype("Int64")
+    problems.add(too_large, field, lambda i: f"{column.value(i)!r} is too large")
+    return parsed.where(~too_large).round().astype("Int64").array
 
 
-def _parse_enum(column: pd.Series, field: str, choices: tuple[str, ...], problems: _Problems) -> pd.Series:
+def _parse_enum(column: Distinct, field: str, choices: tuple[str, ...], problems: _Problems) -> Distinct:
     lookup = {c.lower(): c for c in choices}
-    mapped = map_unique(column, lambda v: lookup.get(" ".join(v.split()).lower()))
-    values = column.to_numpy()
+    mapped = column.map(lambda v: lookup.get(" ".join(v.split()).lower()))
     problems.add(
-        column.notna() & mapped.isna(),
+        ~column.missing & mapped.missing,
         field,
-        lambda i: f"{values[i]!r} is not one of {', '.join(choices)}",
+        lambda i: f"{column.value(i)!r} is not one of {', '.join(choices)}",
     )
-    return mapped.astype(object).where(mapped.notna(), None)
+    return mapped
 
 
 def derive(clean: pd.DataFrame, mappings: Mapping[str, str]) -> pd.DataFrame:
     """Add vessel_key, commodity_raw_key, commodity_leaf, directory names and the
     content hash to validated rows."""
-    out = clean.copy()
+    out = clean.copy(deep=False)  # copy-on-write: the caller's frame is not changed
     directory = default_directory()
     # By code, not by Port object: factorizing objects would hash each one per row.
-    port_names = map_unique(out["port_unlocode"], lambda code: getattr(directory.get(code), "name", None))
-    countries = map_unique(out["port_unlocode"], lambda code: getattr(directory.get(code), "country_name", None))
-    out["port_name"] = out["port_name"].fillna(port_names)
-    out["country_name"] = out["country_name"].fillna(countries)
-    imo_key = map_unique(out["vessel_imo"], lambda v: "IMO" + v)
-    name_key = map_unique(out["vessel_name"], lambda v: "NAME:" + vessel_name_key(v))
-    out["vessel_key"] = imo_key.fillna(name_key)
+    port = Distinct.of(out["port_unlocode"])
+    port_names = port.map(lambda code: getattr(directory.get(code), "name", None))
+    countries = port.map(lambda code: getattr(directory.get(code), "country_name", None))
+    out["port_name"] = _series(Distinct.of(out["port_name"]).fill(port_names), out)
+    out["country_name"] = _series(Distinct.of(out["country_name"]).fill(countries), out)
+    imo_key = Distinct.of(out["vessel_imo"]).map(lambda v: "IMO" + v)
+    name_key = Distinct.of(out["vessel_name"]).map(lambda v: "NAME:" + vessel_name_key(v))
+    out["vessel_key"] = _series(imo_key.fill(name_key), out)
     taxonomy = default_taxonomy()
-    out["commodity_raw_key"] = map_unique(out["commodity"], lookup_key)
-    out["commodity_leaf"] = map_unique(out["commodity"], lambda r: getattr(taxonomy.resolve(r, mappings), "id", None))
+    commodity = Distinct.of(out["commodity"])
+    out["commodity_raw_key"] = _series(commodity.map(lookup_key), out)
+    out["commodity_leaf"] = _series(commodity.map(lambda r: getattr(taxonomy.resolve(r, mappings), "id", None)), out)
     out["content_hash"] = content_hashes(out)
     return out
+
+
+def _series(column: Distinct, frame: pd.DataFrame) -> pd.Series:
+    return pd.Series(column.categorical(), index=frame.index)
 
 
 def content_hashes(frame: pd.DataFrame) -> pd.Series:
