@@ -40,6 +40,7 @@ from api.handlers import (
 from api.ratelimit import Limiter, MemoryLimiter
 from api.share import ShareHandler
 from api.rowcache import RowCache
+from store.db import Reads
 from store.lineups import LineupService
 from store.settings import Settings
 
@@ -64,18 +65,21 @@ def api_routes(deps: Dependencies) -> list[tuple[str, type[RequestHandler], dict
 
 def log_request(handler: RequestHandler) -> None:
     """The access log: method, path (share tokens redacted), status, time, request id.
-    Never headers or query strings, so no API key or token reaches a log (C8)."""
+    Never headers or query strings, so no API key or token reaches a log (C8).
+
+    Runs on the event loop for every request, so the record is made directly
+    (`Logger.makeRecord` and `handle`: no search of the call stack for the caller's
+    file and line, which `Logger.log` does and this line does not need)."""
     status = handler.get_status()
     level = logging.INFO if status < 400 else logging.WARNING if status < 500 else logging.ERROR
-    access_log.log(
-        level,
-        "%s %s %d %.1fms %s",
-        handler.request.method,
-        redact(handler.request.path),
-        status,
-        1000.0 * handler.request.request_time(),
-        getattr(handler, "request_id", "-"),
-    )
+    if not access_log.isEnabledFor(level):
+        return
+    request = handler.request
+    args = (request.method, redact(request.path), status, 1000.0 * request.request_time(), getattr(handler, "request_id", "-"))
+    access_log.handle(access_log.makeRecord(access_log.name, level, __file__, 0, _ACCESS_FORMAT, args, None, "log_request"))
+
+
+_ACCESS_FORMAT = "%s %s %d %.1fms %s"
 
 
 def make_dependencies(
@@ -84,8 +88,10 @@ def make_dependencies(
     service: LineupService,
     limiter: Limiter | None = None,
     executor: Executor | None = None,
+    reads: Reads | None = None,
 ) -> Dependencies:
-    """The handlers' dependencies with the C5 defaults for what is not given."""
+    """The handlers' dependencies with the C5 defaults for what is not given
+    (without `reads`, pure reads go to the primary through `sessions`)."""
     return Dependencies(
         settings=settings,
         sessions=sessions,
@@ -95,6 +101,7 @@ def make_dependencies(
         cursors=CursorCodec(settings.signing_secrets()),
         touches=KeyTouches(),
         rows=RowCache(),
+        reads=reads,
     )
 
 
@@ -105,13 +112,15 @@ def make_app(
     *,
     limiter: Limiter | None = None,
     executor: Executor | None = None,
+    reads: Reads | None = None,
     extra_routes: Callable[[Dependencies], Sequence[tuple]] | None = None,
     **app_settings: Any,
 ) -> Application:
     """The API application. `extra_routes(deps)` gives more routes (share links, the
     explorer), matched after the API's and before the catch-all 404, whose handlers
-    can take the same dependencies; `app_settings` go to Tornado."""
-    deps = make_dependencies(settings, sessions, service, limiter, executor)
+    can take the same dependencies; `reads` sends pure reads to read replicas
+    (`store.db.Reads`); `app_settings` go to Tornado."""
+    deps = make_dependencies(settings, sessions, service, limiter, executor, reads)
     app = Application(
         [*api_routes(deps), *(extra_routes(deps) if extra_routes else ())],
         default_handler_class=NotFoundHandler,

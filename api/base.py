@@ -11,7 +11,8 @@ parse, call the store and render:
   `LineupsError.body()`, never a stack trace; unexpected exceptions are 500
   INTERNAL_ERROR and are logged with their traceback and the request id;
 - `run()`: blocking store and merge work on the executor, with one session per
-  request, closed when the request is done.
+  request, closed when the request is done; `read()`: pure reads of data, each in a
+  transaction of its own on a read replica when there is one (`store.db.Reads`).
 
 Dependencies arrive through `initialize()` from the route table, never as globals.
 """
@@ -25,7 +26,7 @@ import re
 import threading
 import time
 import uuid
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Callable
 
 import pandas as pd
@@ -40,6 +41,7 @@ from api.rowcache import RowCache
 from store import accounts
 from store.accounts import FeedVersion
 from store.changes import change_stamp
+from store.db import Reads
 from store.errors import (
     Forbidden,
     InternalError,
@@ -55,6 +57,9 @@ from store.settings import Settings
 
 log = logging.getLogger("lineups.api")
 ALLOWED_METHODS = ("GET", "HEAD")
+#: Threads per process that make the CSV blocks of exports, all exports together: one,
+#: so that exports queue for it rather than crowd the event loop out of the GIL.
+EXPORT_WORKERS = 1
 #: `last_used_at` of a key is written at most this often (seconds) per process.
 TOUCH_INTERVAL = 60.0
 _SHARE_PATH = re.compile(r"^/v1/share/[^/?#]+")
@@ -79,11 +84,22 @@ class Dependencies:
     #: API keys' admissions, remembered while the store is unchanged (made from
     #: `sessions` when not given).
     admissions: accounts.Admissions | None = None
+    #: Where pure reads go (`store.db.Reads`: read replicas, else the primary; made
+    #: from `sessions` when not given).
+    reads: Reads | None = None
+    #: Threads that make CSV blocks of exports (C8, C9): few and apart from `executor`,
+    #: so that long exports neither queue ahead of other requests' store work nor
+    #: crowd the event loop out of the GIL (made when not given).
+    exports: Executor | None = None
 
     def __post_init__(self) -> None:
+        if self.exports is None:
+            object.__setattr__(self, "exports", ThreadPoolExecutor(EXPORT_WORKERS, thread_name_prefix="lineups-export"))
         if self.admissions is None:
             stamp = change_stamp(self.sessions.kw.get("bind"))
             object.__setattr__(self, "admissions", accounts.Admissions(stamp))
+        if self.reads is None:
+            object.__setattr__(self, "reads", Reads(self.sessions))
 
 
 class KeyTouches:
@@ -145,6 +161,8 @@ class RequestSession:
 def redact(text: str) -> str:
     """A request path or message fit for logs (C8): share-link tokens, and keys or
     tokens a client put anywhere else in a path or parameter, are masked."""
+    if "_" not in text and "." not in text and not text.startswith("/v1/share/"):
+        return text  # no key (`lk_`), token (`.`) or share path: the common path, fast
     text = _SHARE_PATH.sub("/v1/share/<token>", text)
     return _TOKEN_LIKE.sub("<token>", _KEY_LIKE.sub("lk_<redacted>", text))
 
@@ -262,6 +280,12 @@ class BaseHandler(RequestHandler):
         """`work(session, *args)` on the executor with this request's session."""
         return await IOLoop.current().run_in_executor(self.deps.executor, self.db.run, work, *args)
 
+    async def read(self, work: Callable[..., Any], *args: Any) -> Any:
+        """`work(session, *args)` on the executor in a transaction of its own on a
+        read replica when there is one, else the primary (`store.db.Reads`): for
+        pure reads of data, never for auth or writes, which stay on the primary."""
+        return await IOLoop.current().run_in_executor(self.deps.executor, self.deps.reads.run, work, *args)
+
     def on_finish(self) -> None:
         if self.db.opened:
             self.deps.executor.submit(self.db.close)
@@ -290,18 +314,25 @@ class BaseHandler(RequestHandler):
         self.finish(body)
 
     async def stream_csv(self, rows: pd.DataFrame) -> None:
-        """Write a whole result as CSV (C9), a chunk at a time: each chunk is made on
-        the executor and flushed before the next, so memory does not grow with the
-        result and a slow client slows only itself (share links, C8). The cells come
-        from the row cache (`RowCache.csv_lines`): a result exported again is not
-        encoded again."""
+        """Write a whole result as CSV (C9), a block at a time: each block is made on
+        the executor (`render.csv_block`, Arrow kernels that release the GIL) while
+        the previous one is sent, and flushed before the next is asked for, so
+        memory holds two blocks at most whatever the size of the result, and a slow
+        client slows only itself (share links, C8)."""
         self.set_header("Content-Type", render.CSV_TYPE)
         self.write(render.csv_header())
         loop = IOLoop.current()
-        for start in range(0, len(rows), render.CHUNK_ROWS):
-            stop = min(start + render.CHUNK_ROWS, len(rows))
-            lines = await loop.run_in_executor(self.deps.executor, self.deps.rows.csv_lines, rows, start, stop)
-            self.write(b"".join(lines))
+        starts = range(0, len(rows), render.CHUNK_ROWS)
+
+        def block(start: int) -> Any:
+            return loop.run_in_executor(self.deps.exports, render.csv_block, rows, start, start + render.CHUNK_ROWS)
+
+        pending = block(starts[0]) if starts else None
+        for following in [*starts[1:], None]:
+            body = await pending
+            if following is not None:
+                pending = block(following)
+            self.write(body)
             await self.flush()
         self.finish()
 

@@ -3,13 +3,14 @@
 Validation lives in `store.query.parse_query` (C5), the pipeline in
 `store.lineups.LineupService` (C2, C3), rendering in `api.render` (C1, C9), cursors in
 `api.cursors` (C4); auth, limits and errors in `api.base.BaseHandler`. Blocking work
-runs through `BaseHandler.run` on the executor.
+runs through `BaseHandler.run` on the executor; pure reads of data through
+`BaseHandler.read`, on a read replica when there is one.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Sequence
 from urllib.parse import urlencode
 
 from sqlalchemy import text
@@ -20,6 +21,7 @@ from api.base import BaseHandler
 from api.cursors import binding
 from api.openapi import openapi_json
 from store import accounts, coverage, query as pipeline
+from store.accounts import FeedVersion
 from store.errors import ValidationError
 from store.feeds import feed_dict, is_uuid
 from store.taxonomy import default_taxonomy
@@ -92,7 +94,7 @@ class LineupsHandler(BaseHandler):
 
     async def get(self) -> None:
         page = LineupPage(self, self.query_args())
-        body, cursor = page.from_cache() or await self.run(page)
+        body, cursor = page.from_cache() or await self.read(page)
         if page.format != "csv":
             return self.send_json(body)
         self.set_header("Content-Type", render.CSV_TYPE)
@@ -111,7 +113,7 @@ class ProvenanceHandler(BaseHandler):
         args = self.query_args()
         self.only_params(args, PROVENANCE_PARAMS)
         query = parse(args)[0]
-        self.send_json(await self.run(self.deps.service.explain, self.buyer_id, row_id, query, self.entitled))
+        self.send_json(await self.read(self.deps.service.explain, self.buyer_id, row_id, query, self.entitled))
 
 
 class SourcesHandler(BaseHandler):
@@ -119,13 +121,18 @@ class SourcesHandler(BaseHandler):
 
     async def get(self) -> None:
         self.only_params(self.query_args(), ())
-        self.send_json({"sources": await self.run(sources, self.buyer_id)})
+        self.send_json({"sources": await self.read(sources, self.buyer_id, self.entitled)})
 
 
-def sources(session: Session, buyer_id: str) -> list[dict[str, Any]]:
-    """The C7 source records of the buyer's entitled feeds, ordered by name."""
+def sources(session: Session, buyer_id: str, entitled: Sequence[FeedVersion] | None = None) -> list[dict[str, Any]]:
+    """The C7 source records of the buyer's entitled feeds, ordered by name; only
+    those of `entitled` when given (read on the primary: a cancelled subscription
+    leaves the list at once, also when `session` reads a lagging replica)."""
     out = []
+    keep = None if entitled is None else {feed.id for feed in entitled}
     for entitlement in accounts.entitlements(session, buyer_id):
+        if keep is not None and entitlement.feed.id not in keep:
+            continue
         described = feed_dict(entitlement.feed)
         out.append({**{k: described[k] for k in SOURCE_FIELDS}, "subscription_status": entitlement.status})
     return out
@@ -139,7 +146,7 @@ class SchemaHandler(BaseHandler):
         self.only_params(self.query_args(), ())
         if not is_uuid(source_id) or str(uuid.UUID(source_id)) != source_id.lower():
             raise ValidationError.parameter("sourceId", "must be a feed UUID")
-        self.send_json(await self.run(self.feed_schema, source_id.lower()))
+        self.send_json(await self.read(self.feed_schema, source_id.lower()))
 
     def feed_schema(self, session: Session, source_id: str) -> dict[str, Any]:
         (feed,) = self.deps.service.feeds_for(session, self.buyer_id, source_id, self.entitled)

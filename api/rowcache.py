@@ -8,10 +8,10 @@ holds at most `max_bytes`, least recently used blocks leave first; a block belon
 its frame by identity (checked through a weak reference, so a new frame that reuses a
 dead one's id never sees its rows).
 
-Two smaller memories serve the same end: the position of each page served (its row
-range and next cursor, so a warm page skips the cursor work), and for exports the
-CSV columns of the last few results (`render.CsvColumns`: codes and distinct texts,
-much smaller than the CSV text).
+A smaller memory serves the same end: the position of each page served (its row
+range and next cursor, so a warm page skips the cursor work). Whole-result exports
+are not kept: `store.csvtext` writes them a block at a time, faster than a cache of
+their text would fill and in constant memory.
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ BLOCK = 500
 DEFAULT_MAX_BYTES = 128 * 1024 * 1024
 #: Page positions remembered (`RowCache.position`).
 PAGE_POSITIONS = 4096
-#: Results whose CSV columns are kept for exports (`RowCache.csv_lines`).
-CSV_RESULTS = 2
 
 
 class RowCache:
@@ -41,25 +39,6 @@ class RowCache:
         self._size = 0
         self._lock = threading.Lock()
         self._positions: OrderedDict[tuple, tuple[weakref.ref, object]] = OrderedDict()
-        self._csv: OrderedDict[int, tuple[weakref.ref, render.CsvColumns]] = OrderedDict()
-
-    def csv_lines(self, result: pd.DataFrame, start: int, stop: int) -> list[bytes]:
-        """Rows `start` to `stop` of a whole result as CSV lines, for exports: the
-        result's CSV columns (`render.CsvColumns`) are made on first use and kept
-        for the last CSV_RESULTS results, so an export of the same result again only
-        joins cells."""
-        key = id(result)
-        with self._lock:
-            hit = self._csv.get(key)
-            if hit is not None and hit[0]() is result:
-                self._csv.move_to_end(key)
-                return hit[1].lines(start, stop)
-        columns = render.CsvColumns(result)
-        with self._lock:
-            self._csv[key] = (weakref.ref(result), columns)
-            while len(self._csv) > CSV_RESULTS:
-                self._csv.popitem(last=False)
-        return columns.lines(start, stop)
 
     def position(self, result: pd.DataFrame, page: tuple) -> object | None:
         """What `remember` noted for the page `page` (a hashable description: query

@@ -79,9 +79,11 @@ class ShareHandler(BaseHandler):
         self._limit(f"link:{link.id}")
         session.commit()  # the use is counted even if the query below is refused
         query, _, _ = parse_query(args, default_taxonomy().parse_filter)
-        if not self.deps.service.feeds_for(session, link.buyer_id, query.source):
+        feeds = self.deps.service.feeds_for(session, link.buyer_id, query.source)
+        if not feeds:
             raise Forbidden("None of this link's feeds is subscribed any longer")
-        selection = self.deps.service.select(session, link.buyer_id, query)
+        session.commit()  # checked on the primary; the rows may come from a replica
+        selection = self.deps.reads.run(self.deps.service.select, link.buyer_id, query, feeds)
         ceiling = self.deps.settings.share_ceiling
         if len(selection) > ceiling:
             raise ValidationError(

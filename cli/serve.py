@@ -11,10 +11,11 @@ URLs to try, binds the port, and then serves:
   process (`cli.supervisor`), which replaces a worker that dies.
 
 Each serving process makes its engine, pools, lineup caches and rate limiter itself
-(`run_worker`), after any fork. `--redis URL` (or `LINEUPS_REDIS`) shares the rate
-limits through Redis; without it each process counts alone. SIGTERM or SIGINT: stop
-taking connections, finish the requests in flight (up to `SHUTDOWN_GRACE` seconds),
-exit 0. The application is composed in one place, `make_server_app`, where the
+(`run_worker`), after any fork; with `--db-replica URL` (or `LINEUPS_DB_REPLICAS`)
+also one engine per read replica, which takes the API's pure reads (`store.db.Reads`).
+`--redis URL` (or `LINEUPS_REDIS`) shares the rate limits through Redis; without it
+each process counts alone. SIGTERM or SIGINT: stop taking connections, finish the
+requests in flight (up to `SHUTDOWN_GRACE` seconds), exit 0. The application is composed in one place, `make_server_app`, where the
 explorer and share links join the API.
 """
 
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Protocol
 import click
 from sqlalchemy import func, select
 
+from cli import logs
 from cli.main import common, lineups
 from store import accounts
 from store.db import transaction
@@ -51,7 +53,7 @@ DEMO_SEED = 7
 SHUTDOWN_GRACE = 10.0
 #: Worker threads for store and merge work per server process.
 WORKER_THREADS = 8
-LOG_FORMAT = "%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s"
+LOG_FORMAT = logs.LOG_FORMAT
 
 
 @lineups.command("serve")
@@ -65,12 +67,18 @@ LOG_FORMAT = "%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s"
 @click.option("--rate-limit", type=click.IntRange(1), default=None, hidden=True,
               help="Requests per key per rolling minute (default $LINEUPS_RATE_LIMIT, else 100).")
 @click.option("--base-url", metavar="URL", default=None, help="Public address of the service (default http://HOST:PORT).")
+@click.option("--db-replica", "db_replicas", metavar="URL", multiple=True,
+              help="A read replica of --db for the API's reads; repeatable (default $LINEUPS_DB_REPLICAS).")
 @common
-def serve(ctx, host: str, port: int, demo: bool, processes: int, redis_url: str | None, rate_limit: int | None) -> None:
+def serve(
+    ctx, host: str, port: int, demo: bool, processes: int, redis_url: str | None, rate_limit: int | None,
+    db_replicas: tuple[str, ...],
+) -> None:
     """Serve the REST API."""
-    settings = _settings(ctx, host, port, redis_url=redis_url, rate_limit=rate_limit)
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    settings = _settings(ctx, host, port, redis_url=redis_url, rate_limit=rate_limit, db_replicas=db_replicas or None)
+    logs.configure(logging.INFO)
     _check_secrets(settings)
+    _check_replicas(settings)
     _check_redis(settings.redis_url)
     api_key = _prepare_demo(ctx) if demo else None
     ctx.sessions.kw["bind"].dispose()  # the store is checked; each worker opens its own
@@ -111,6 +119,14 @@ def _check_secrets(settings: Settings) -> None:
     """Refuse to start without a signing secret where one must be configured."""
     try:
         settings.signing_secrets()
+    except SettingsError as exc:
+        raise LineupsError(str(exc)) from exc
+
+
+def _check_replicas(settings: Settings) -> None:
+    """Refuse replicas that cannot work (not PostgreSQL, or a SQLite store)."""
+    try:
+        settings.check_replicas()
     except SettingsError as exc:
         raise LineupsError(str(exc)) from exc
 
@@ -203,12 +219,13 @@ class ServerApp:
 
 
 def make_server_app(
-    settings: Settings, sessions, executor: ThreadPoolExecutor, address: tuple[str, int] | None = None
+    settings: Settings, sessions, executor: ThreadPoolExecutor, address: tuple[str, int] | None = None, reads=None
 ) -> ServerApp:
     """The application of one server process over `sessions`: the API, the share
     links and the explorer at /explorer, over one LineupService (one merge cache per
     process, shared by the API and the explorer). `address` is the listening host
-    and port, whose pages may also open the explorer's websocket. Called in each
+    and port, whose pages may also open the explorer's websocket; `reads`
+    (`store.db.Reads`) takes the API's pure reads to read replicas. Called in each
     process after any fork, so the lineup caches, the rate limiter's connections and
     the explorer's sessions belong to that process."""
     from api.app import make_app
@@ -229,7 +246,7 @@ def make_server_app(
         websocket_origins=origins_for(settings.base_url, *(address or (None, None))),
     )
     app = make_app(
-        settings, sessions, service, limiter=limiter, executor=executor,
+        settings, sessions, service, limiter=limiter, executor=executor, reads=reads,
         extra_routes=lambda deps: explorer.routes(),
     )
     return ServerApp(app, [explorer])
@@ -243,17 +260,22 @@ def run_worker(settings: Settings, sockets: list, index: int, supervised: bool =
 
 async def _serve(settings: Settings, sockets: list, index: int, supervised: bool) -> None:
     from api.server import DrainingServer
-    from store.db import engine_for, make_sessionmaker
+    from store.db import Reads, engine_for, make_sessionmaker, replica_engines_for
 
     engine = engine_for(settings)
+    replicas = replica_engines_for(settings)
+    sessions = make_sessionmaker(engine)
+    # Each process starts with its own replica (by index), so their caches stay warm.
+    reads = Reads(sessions, [make_sessionmaker(replica, replica=True) for replica in replicas], first=index)
     executor = ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="lineups-api")
-    served = make_server_app(settings, make_sessionmaker(engine), executor, sockets[0].getsockname()[:2])
+    served = make_server_app(settings, sessions, executor, sockets[0].getsockname()[:2], reads)
     for service in served.services:  # before any request is taken (the explorer warms up)
         service.start()
     server = DrainingServer(served.app, xheaders=settings.trust_proxy)
     server.add_sockets(sockets)
     limits = "shared in Redis" if settings.redis_url else "per process"
-    log.info("Worker %d serving (rate limit %d/min %s)", index, settings.rate_limit, limits)
+    where = f"; reads from replica {reads.describe()}" if replicas else ""
+    log.info("Worker %d serving (rate limit %d/min %s%s)", index, settings.rate_limit, limits, where)
 
     await _stop_requested(supervised)
     log.info("Worker %d stopping: no new connections; finishing %d request(s) in flight", index, server.in_flight)
@@ -261,6 +283,8 @@ async def _serve(settings: Settings, sockets: list, index: int, supervised: bool
     for service in reversed(served.services):
         service.stop()
     executor.shutdown(wait=False, cancel_futures=True)
+    for replica in replicas:
+        replica.dispose()
     engine.dispose()
     log.info("Worker %d stopped", index)
 

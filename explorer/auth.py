@@ -28,7 +28,7 @@ from tornado.web import RequestHandler, create_signed_value, decode_signed_value
 
 from store import accounts
 from store.db import transaction
-from store.errors import Forbidden, LineupsError, Unauthorized
+from store.errors import LineupsError, Unauthorized
 from store.schema import ApiKey, Buyer
 
 APP_PATH = "/explorer"
@@ -100,14 +100,11 @@ def check(session: Session, identity: Identity) -> Buyer:
     Raises Unauthorized when the key is gone, revoked or no longer the buyer's, and
     Forbidden when the buyer is suspended."""
     row = session.get(ApiKey, identity.key_id)
-    if row is None or row.revoked_at is not None or row.buyer_id != identity.buyer_id:
-        raise Unauthorized("This API key was revoked: sign in again")
-    buyer = session.get(Buyer, identity.buyer_id)
-    if buyer is None:
-        raise Unauthorized("This account no longer exists")
-    if buyer.status != "active":
-        raise Forbidden("This buyer account is suspended")
-    return buyer
+    if row is not None and row.buyer_id != identity.buyer_id:
+        row = None
+    return accounts.key_holder(
+        session, row, revoked="This API key was revoked: sign in again", gone="This account no longer exists"
+    )
 
 
 def current_identity(sessions: sessionmaker[Session], codec: CookieCodec, cookie: str | None) -> Identity | None:

@@ -1,0 +1,15 @@
+"""The store: schema and sessions, ingest, the commodity taxonomy and port directory,
+and the merge engine with its query pipeline. It imports nothing from `api/` or
+`explorer/`.
+
+pandas 3 keeps text columns it infers in its `str` dtype, stored in Arrow when
+pyarrow is installed (it is: `store.csvtext` writes CSV with Arrow kernels). Arrow
+storage makes a new Python string for every row a column hands out, where the engine
+relies on one shared object per distinct value: at a million records the merged
+result took twice the memory. Python storage keeps the engine's memory and speed as
+measured, whatever is installed; Arrow is used where the code asks for it by name.
+"""
+
+import pandas as _pd
+
+_pd.set_option("mode.string_storage", "python")

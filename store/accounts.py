@@ -12,12 +12,13 @@ import re
 import secrets
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Hashable
+from typing import Callable, Hashable, Sequence
 
 from sqlalchemy import Connection, and_, bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
-from store.errors import Forbidden, NotFound, Unauthorized, ValidationError
+from store.db import ReplicaBehind, is_replica
+from store.errors import Forbidden, LineupsError, NotFound, Unauthorized, ValidationError
 from store.feeds import is_uuid
 from store.fields import utcnow
 from store.schema import ApiKey, Buyer, Feed, Subscription
@@ -27,6 +28,8 @@ BUYER_STATUSES = ("active", "suspended")
 SUBSCRIPTION_STATUSES = ("active", "trial", "cancelled")
 #: Subscription states that give access to a feed's records (seed 1.2).
 ENTITLED = ("active", "trial")
+INVALID_KEY = "Invalid API key"
+SUSPENDED = "This buyer account is suspended"
 
 
 def hash_key(key: str) -> str:
@@ -113,19 +116,37 @@ def authenticate(session: Session, key: str | None, touch: bool = True) -> Buyer
     if not key:
         raise Unauthorized("Missing API key: send it in the X-API-Key header")
     if not KEY_PATTERN.match(key):
-        raise Unauthorized("Invalid API key")
+        raise Unauthorized(INVALID_KEY)
     digest = hash_key(key)
     row = session.scalar(select(ApiKey).where(ApiKey.key_hash == digest))
     # The lookup is by hash; the comparison below keeps the final check constant-time.
-    if row is None or not secrets.compare_digest(row.key_hash, digest) or row.revoked_at:
-        raise Unauthorized("Invalid API key")
-    buyer = session.get(Buyer, row.buyer_id)
-    if buyer is None:
-        raise Unauthorized("Invalid API key")
-    if buyer.status != "active":
-        raise Forbidden("This buyer account is suspended")
+    if row is not None and not secrets.compare_digest(row.key_hash, digest):
+        row = None
+    buyer = key_holder(session, row)
     if touch:
         row.last_used_at = _now()
+    return buyer
+
+
+def key_holder(session: Session, row: ApiKey | None, revoked: str = INVALID_KEY, gone: str = INVALID_KEY) -> Buyer:
+    """The buyer of the API key `row` when the key and the buyer may be used now (C5):
+    the check that `authenticate` and the explorer's sessions share.
+
+    Raises Unauthorized(`revoked`) for no key or a revoked one, Unauthorized(`gone`)
+    for a key whose buyer is gone, and Forbidden for a suspended buyer."""
+    if row is None or row.revoked_at is not None:
+        raise Unauthorized(revoked)
+    return active_buyer(session, row.buyer_id, Unauthorized(gone))
+
+
+def active_buyer(session: Session, buyer_id: str, missing: LineupsError, suspended: str = SUSPENDED) -> Buyer:
+    """The buyer `buyer_id` when it is active. Raises `missing` when there is no such
+    buyer and Forbidden(`suspended`) when it is suspended (C5, C8)."""
+    buyer = session.get(Buyer, buyer_id)
+    if buyer is None:
+        raise missing
+    if buyer.status != "active":
+        raise Forbidden(suspended)
     return buyer
 
 
@@ -148,6 +169,26 @@ def entitled_feeds(session: Session, buyer_id: str) -> list[FeedVersion]:
         .order_by(Feed.name)
     )
     return [FeedVersion(*row) for row in rows]
+
+
+def feed_versions_in(session: Session, feeds: Sequence[FeedVersion]) -> tuple[FeedVersion, ...]:
+    """`feeds` (read on the primary: which feeds a buyer may see) with the data
+    versions of the database `session` reads, ordered by name. On the primary that is
+    `feeds` themselves; on a replica the versions are read again in `session`'s
+    transaction, so that the version a merge cache keys on is the version of the
+    records it then loads there (a lagging replica gives older data, never a mix).
+    Raises ReplicaBehind when the replica does not know one of the feeds yet."""
+    if not is_replica(session) or not feeds:
+        return tuple(feeds)
+    ids = [feed.id for feed in feeds]
+    found = {
+        row.id: FeedVersion(*row)
+        for row in session.execute(select(Feed.id, Feed.name, Feed.data_version).where(Feed.id.in_(ids)))
+    }
+    missing = [feed_id for feed_id in ids if feed_id not in found]
+    if missing:
+        raise ReplicaBehind(f"feed {missing[0]} is not on the replica yet")
+    return tuple(found[feed_id] for feed_id in ids)
 
 
 @dataclass(frozen=True)
@@ -184,14 +225,14 @@ def admit(connection: Connection, key: str | None) -> Admission:
     if not key:
         raise Unauthorized("Missing API key: send it in the X-API-Key header")
     if not KEY_PATTERN.match(key):
-        raise Unauthorized("Invalid API key")
+        raise Unauthorized(INVALID_KEY)
     digest = hash_key(key)
     rows = connection.execute(_ADMISSION, {"key_hash": digest}).all()
     # The lookup is by hash; the comparison below keeps the final check constant-time.
     if not rows or not secrets.compare_digest(rows[0][0], digest) or rows[0][1] is not None:
-        raise Unauthorized("Invalid API key")
+        raise Unauthorized(INVALID_KEY)
     if rows[0][3] != "active":
-        raise Forbidden("This buyer account is suspended")
+        raise Forbidden(SUSPENDED)
     feeds = tuple(FeedVersion(feed_id, name, version) for *_, feed_id, name, version in rows if feed_id is not None)
     return Admission(rows[0][2], feeds)
 

@@ -138,13 +138,11 @@ def _selection_key(feeds: Sequence[FeedVersion], query: LineupQuery) -> Hashable
 class LineupService:
     """Merged lineups with caches; one per server process, shared by its threads."""
 
-    def __init__(self, merged_entries: int = 8, selection_entries: int = 64, incremental: bool = True):
+    def __init__(self, merged_entries: int = 8, selection_entries: int = 64):
         self._lock = threading.RLock()
         self._records: dict[str, _FeedRecords] = {}
         self._merged = _LRU(merged_entries)
         self._selections = _LRU(selection_entries)
-        #: False makes every change of versions a full merge (the benchmark's reference).
-        self.incremental = incremental
 
     # ------------------------------------------------------------ entitlement
     def feeds_for(
@@ -158,6 +156,8 @@ class LineupService:
         active or trial subscription (C5)."""
         if entitled is None:
             entitled = accounts.entitled_feeds(session, buyer_id)
+        else:  # on a replica: the versions of the records read there (one snapshot)
+            entitled = accounts.feed_versions_in(session, entitled)
         visible = _visible(entitled, source)
         if visible is not None:
             return visible
@@ -272,8 +272,6 @@ class LineupService:
         feeds and mode by merging again the keys that changed since; None when there is
         no such result or a full merge is the better way. The older result and its
         selections leave the caches: nobody asks for old versions again."""
-        if not self.incremental:
-            return None
         feed_ids = [feed_id for feed_id, _ in versions]
         base = next(
             (m for m in reversed(self._merged.items.values()) if m.mode == mode and [f for f, _ in m.versions] == feed_ids),

@@ -22,6 +22,7 @@ from itsdangerous import BadSignature, URLSafeSerializer
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from store.accounts import active_buyer
 from store.errors import Forbidden, NotFound, Unauthorized, ValidationError
 from store.feeds import is_uuid
 from store.fields import format_time, utcnow
@@ -123,9 +124,8 @@ def open_link(
     link = session.get(ShareLink, link_id) if is_uuid(link_id) else None
     if link is None or link.revoked_at is not None or link.filters != params:
         raise Unauthorized("This share link does not exist or was revoked")
-    buyer = session.get(Buyer, link.buyer_id)
-    if buyer is None or buyer.status != "active":
-        raise Forbidden("The account behind this share link is suspended")
+    suspended = "The account behind this share link is suspended"
+    active_buyer(session, link.buyer_id, Forbidden(suspended), suspended)
     if count_use:
         session.execute(
             update(ShareLink)

@@ -8,6 +8,10 @@ Secrets (contract C8, issue "secrets and settings"):
 - With the embedded SQLite default and no `LINEUPS_SECRET`, a secret is generated on
   first use and kept beside the store file (`<db file>.secret`, mode 0600).
 - With any other database a missing `LINEUPS_SECRET` is a start-up error.
+
+Read replicas (`LINEUPS_DB_REPLICAS`, comma-separated PostgreSQL URLs) take the API's
+pure reads; everything that writes or must be fresh stays on `LINEUPS_DB` (see
+`store.db.Reads` and docs/deploying.md).
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ class Settings:
     db_url: str = DEFAULT_DB
     #: PostgreSQL schema to use instead of `public` (tests give each run its own).
     db_schema: str | None = None
+    #: URLs of read replicas of `db_url` (PostgreSQL streaming replicas) for the API's
+    #: pure reads; empty: everything reads the primary.
+    db_replicas: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
     base_url: str = "http://127.0.0.1:8000"
     redis_url: str | None = None
@@ -49,14 +56,14 @@ class Settings:
         values = {
             "db_url": env.get("LINEUPS_DB") or DEFAULT_DB,
             "db_schema": env.get("LINEUPS_DB_SCHEMA") or None,
+            "db_replicas": _listed(env.get("LINEUPS_DB_REPLICAS")),
             "base_url": env.get("LINEUPS_BASE_URL") or cls.base_url,
             "redis_url": env.get("LINEUPS_REDIS") or None,
             "rate_limit": int(env.get("LINEUPS_RATE_LIMIT") or cls.rate_limit),
             "trust_proxy": (env.get("LINEUPS_TRUST_PROXY") or "").strip().lower() in ("1", "true", "yes"),
             "share_ceiling": int(env.get("LINEUPS_SHARE_CEILING") or cls.share_ceiling),
         }
-        raw_secret = env.get("LINEUPS_SECRET") or ""
-        values["secrets"] = tuple(s.strip() for s in raw_secret.split(",") if s.strip())
+        values["secrets"] = _listed(env.get("LINEUPS_SECRET"))
         values.update({k: v for k, v in overrides.items() if v is not None})
         values["base_url"] = values["base_url"].rstrip("/")
         return cls(**values)
@@ -64,6 +71,16 @@ class Settings:
     @property
     def is_sqlite(self) -> bool:
         return self.db_url.startswith("sqlite")
+
+    def check_replicas(self) -> None:
+        """Raise SettingsError when replicas are configured that cannot work: a replica
+        is a PostgreSQL URL, and replicates a PostgreSQL primary."""
+        for url in self.db_replicas:
+            if not url.startswith("postgresql"):
+                scheme = url.split(":", 1)[0]
+                raise SettingsError(f"A read replica must be a PostgreSQL URL (postgresql+psycopg://…), not {scheme}:…")
+        if self.db_replicas and not self.db_url.startswith("postgresql"):
+            raise SettingsError("Read replicas (LINEUPS_DB_REPLICAS, --db-replica) need a PostgreSQL store (LINEUPS_DB)")
 
     def signing_secrets(self) -> tuple[str, ...]:
         """The secrets, newest first. Generates and keeps one beside an embedded SQLite
@@ -80,6 +97,11 @@ class Settings:
                 "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`)."
             )
         return (_secret_beside(path),)
+
+
+def _listed(raw: str | None) -> tuple[str, ...]:
+    """The non-blank items of a comma-separated setting."""
+    return tuple(item.strip() for item in (raw or "").split(",") if item.strip())
 
 
 def sqlite_path(db_url: str) -> Path | None:

@@ -8,8 +8,11 @@ second run; under `CI=true` it is a failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
+from pathlib import Path
+from typing import Iterator
 
 import pytest
 from sqlalchemy import text
@@ -32,29 +35,39 @@ def backend(request) -> str:
     return request.param
 
 
-@pytest.fixture
-def store_settings(backend, tmp_path):
-    """Settings of a fresh, empty store on `backend`."""
+@contextlib.contextmanager
+def fresh_store_settings(backend: str, folder: Path, pg_url: str = TEST_PG) -> Iterator:
+    """Settings of a fresh, empty store on `backend`: a SQLite file in `folder`, or a
+    new schema of the PostgreSQL database `pg_url`, dropped afterwards (a PostgreSQL
+    that does not answer: `need_service`). For fixtures of any scope."""
     from store.settings import Settings
 
     if backend == "sqlite":
-        yield Settings(db_url=f"sqlite:///{tmp_path / 'lineups.db'}", secrets=("test-secret",))
+        yield Settings(db_url=f"sqlite:///{folder / 'lineups.db'}", secrets=("test-secret",))
         return
     from store.db import make_engine
 
     schema = "t_" + uuid.uuid4().hex[:16]
-    admin = make_engine(TEST_PG)
+    admin = make_engine(pg_url)
     try:
         with admin.begin() as connection:
             connection.execute(text(f"CREATE SCHEMA {schema}"))
     except Exception as exc:  # pragma: no cover - depends on the machine
+        admin.dispose()
         need_service("PostgreSQL", exc)
     try:
-        yield Settings(db_url=TEST_PG, db_schema=schema, secrets=("test-secret",))
+        yield Settings(db_url=pg_url, db_schema=schema, secrets=("test-secret",))
     finally:
         with admin.begin() as connection:
             connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
         admin.dispose()
+
+
+@pytest.fixture
+def store_settings(backend, tmp_path):
+    """Settings of a fresh, empty store on `backend`."""
+    with fresh_store_settings(backend, tmp_path) as settings:
+        yield settings
 
 
 @pytest.fixture

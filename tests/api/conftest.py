@@ -17,7 +17,6 @@ import contextlib
 import dataclasses
 import datetime as dt
 import threading
-import uuid
 from typing import Any, Iterator
 
 import pytest
@@ -169,36 +168,18 @@ class Store:
 
 @contextlib.contextmanager
 def open_store(backend: str, folder) -> Iterator[Store]:
-    """A fresh, empty store on `backend`, as tests/conftest.py makes them, for
-    fixtures wider than one test."""
-    from sqlalchemy import text
+    """A fresh, empty store on `backend` (tests/conftest.py's `fresh_store_settings`)
+    with its schema in place, for fixtures wider than one test."""
+    from store.db import create_schema, engine_for, make_sessionmaker
+    from tests.conftest import fresh_store_settings
 
-    from store.db import create_schema, engine_for, make_engine, make_sessionmaker
-    from store.settings import Settings
-    from tests.conftest import TEST_PG, need_service
-
-    admin, schema = None, None
-    if backend == "sqlite":
-        settings = Settings(db_url=f"sqlite:///{folder / 'lineups.db'}", secrets=("test-secret",))
-    else:
-        schema = "t_" + uuid.uuid4().hex[:16]
-        admin = make_engine(TEST_PG)
+    with fresh_store_settings(backend, folder) as settings:
+        engine = engine_for(settings)
         try:
-            with admin.begin() as connection:
-                connection.execute(text(f"CREATE SCHEMA {schema}"))
-        except Exception as exc:  # pragma: no cover - depends on the machine
-            need_service("PostgreSQL", exc)
-        settings = Settings(db_url=TEST_PG, db_schema=schema, secrets=("test-secret",))
-    engine = engine_for(settings)
-    try:
-        create_schema(engine)
-        yield Store(settings, make_sessionmaker(engine))
-    finally:
-        engine.dispose()
-        if admin is not None:
-            with admin.begin() as connection:
-                connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-            admin.dispose()
+            create_schema(engine)
+            yield Store(settings, make_sessionmaker(engine))
+        finally:
+            engine.dispose()
 
 
 @pytest.fixture

@@ -1,0 +1,145 @@
+"""A PostgreSQL primary with a real streaming replica, both owned by the test run.
+
+The shared test server (127.0.0.1:5432) does not accept replication connections, and
+its configuration is not the tests' to change. So the replica tests make their own
+pair: `initdb` a primary into a temporary folder owned by the `postgres` OS user,
+start it on a free port, `pg_basebackup -R` it into a standby, and start that on
+another port (about two seconds in all). `LINEUPS_TEST_PG_BIN` names the folder of
+the PostgreSQL programs (default: Debian's for PostgreSQL 15, else `pg_config`'s).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
+
+#: Quick and small: these clusters hold a few test rows and are thrown away.
+SERVER_OPTIONS = (
+    "-c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c synchronous_commit=off "
+    "-c shared_buffers=16MB -c max_connections=60"
+)
+
+
+def pg_bin() -> Path:
+    """The folder of initdb, pg_ctl and pg_basebackup."""
+    configured = os.environ.get("LINEUPS_TEST_PG_BIN")
+    if configured:
+        return Path(configured)
+    debian = Path("/usr/lib/postgresql/15/bin")
+    if (debian / "initdb").exists():
+        return debian
+    found = shutil.which("pg_config")
+    if found is None:
+        raise FileNotFoundError("no PostgreSQL programs (set LINEUPS_TEST_PG_BIN)")
+    return Path(subprocess.run([found, "--bindir"], capture_output=True, text=True, check=True).stdout.strip())
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class PostgresPair:
+    """A primary and its streaming replica (hot standby) on free local ports."""
+
+    def __init__(self):
+        self.bin = pg_bin()
+        # PostgreSQL refuses to run as root: as root, run its programs as `postgres`.
+        self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        self.folder = Path(tempfile.mkdtemp(prefix="lineups-replica-"))
+        if self._as:
+            user = pwd.getpwnam("postgres")
+            os.chown(self.folder, user.pw_uid, user.pw_gid)
+        self.primary_port, self.replica_port = free_port(), free_port()
+        self._running: list[str] = []
+
+    @property
+    def primary_url(self) -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.primary_port}/postgres"
+
+    @property
+    def replica_url(self) -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.replica_port}/postgres"
+
+    def _run(self, program: str, *args: str) -> None:
+        subprocess.run([*self._as, str(self.bin / program), *args], check=True, capture_output=True, timeout=60)
+
+    def _pg_ctl(self, name: str, action: str, port: int | None = None) -> None:
+        args = ["-D", str(self.folder / name), "-w", "-t", "30"]
+        if action == "start":
+            args += ["-l", str(self.folder / f"{name}.log"), "-o", f"-p {port} -k {self.folder} {SERVER_OPTIONS}"]
+        else:
+            args += ["-m", "immediate" if name == "replica" else "fast"]
+        self._run("pg_ctl", *args, action)
+
+    def start(self) -> None:
+        """Make and start both; raises when any step fails (then call `stop`)."""
+        self._run("initdb", "-D", str(self.folder / "primary"), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
+        self._pg_ctl("primary", "start", self.primary_port)
+        self._running.append("primary")
+        self._run(
+            "pg_basebackup", "-h", "127.0.0.1", "-p", str(self.primary_port), "-U", "postgres",
+            "-D", str(self.folder / "replica"), "-R", "-c", "fast", "--no-sync",
+        )
+        self.start_replica()
+
+    def start_replica(self) -> None:
+        self._pg_ctl("replica", "start", self.replica_port)
+        self._running.append("replica")
+        self.wait_for_replay()
+
+    def stop_replica(self) -> None:
+        """Stop the standby at once (as a crash would)."""
+        self._running.remove("replica")
+        self._pg_ctl("replica", "stop")
+
+    def stop(self) -> None:
+        for name in reversed(self._running):
+            try:
+                self._pg_ctl(name, "stop")
+            except subprocess.SubprocessError:  # pragma: no cover - reported by the test
+                pass
+        self._running.clear()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _scalar(self, url: str, sql: str):
+        engine = create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+        try:
+            with engine.connect() as connection:
+                return connection.execute(text(sql)).scalar()
+        finally:
+            engine.dispose()
+
+    def pause_replay(self) -> None:
+        """The replica keeps serving what it has, and lags from now on."""
+        self._scalar(self.replica_url, "SELECT pg_wal_replay_pause()")
+
+    def resume_replay(self) -> None:
+        self._scalar(self.replica_url, "SELECT pg_wal_replay_resume()")
+        self.wait_for_replay()
+
+    def wait_for_replay(self, timeout: float = 20) -> None:
+        """Until the replica has replayed everything the primary has written so far."""
+        target = self._scalar(self.primary_url, "SELECT pg_current_wal_lsn()::text")
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                done = self._scalar(self.replica_url, f"SELECT pg_last_wal_replay_lsn() >= '{target}'::pg_lsn")
+            except Exception:  # noqa: BLE001 - still starting
+                done = False
+            if done:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the replica did not replay up to {target} in {timeout} s")
+            time.sleep(0.02)
