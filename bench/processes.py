@@ -77,16 +77,23 @@ class Process:
         RuntimeError (with the end of its log) when it exits or never answers."""
         self._log = self.log_path.open("wb")
         self.popen = subprocess.Popen(self.command, stdout=self._log, stderr=subprocess.STDOUT, env=self.env)
+        try:
+            self._wait_ready(ready_path, timeout)
+        except BaseException:
+            self.stop()  # never leave a server behind
+            raise
+        return self
+
+    def _wait_ready(self, ready_path: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.popen.poll() is not None:
                 raise RuntimeError(f"{self.command[0]} exited ({self.popen.returncode}): {self.tail()}")
             try:
                 requests.get(self.base_url + ready_path, timeout=5)
-                return self
+                return
             except (requests.ConnectionError, requests.Timeout):  # not listening, or not serving yet
                 time.sleep(0.1)
-        self.stop()
         raise RuntimeError(f"{self.command[0]} did not answer within {timeout:.0f} s: {self.tail()}")
 
     def tail(self, size: int = 2000) -> str:

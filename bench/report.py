@@ -140,8 +140,11 @@ def write_report(out: Path, figures: list[Figure], run: dict, loads: tuple[list,
     lines += ["## What limits the figures that miss their target", ""]
     if not missed:
         lines += ["Every figure met its target in this run.", ""]
+    findings: dict[str, list[str]] = {}  # one finding may explain several figures
     for figure in missed:
-        lines += [f"### {figure.label}", "", FINDINGS.get(figure.id, "Not profiled yet."), ""]
+        findings.setdefault(FINDINGS.get(figure.id, "Not profiled yet."), []).append(figure.label)
+    for finding, labels in findings.items():
+        lines += [f"### {'; '.join(labels)}", "", finding, ""]
     lines += ["## How it measures", "", METHOD, ""]
     out.write_text("\n".join(lines), encoding="utf-8")
     raw.write_text(json.dumps({"run": run, "figures": [f.as_dict() for f in figures]}, indent=1, default=str) + "\n")

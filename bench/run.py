@@ -14,8 +14,12 @@ and shorter loads, under a minute):
    re-merge;
 4. warm /v1/lineups pages under 32 connections against a bare Tornado ceiling, with
    `lineups serve` started on a free 127.0.0.1 port;
-5. CSV exports through share links (the whole store, and ~100,000 rows), with the
-   server's memory while it streams, and its memory with the result cached.
+5. the round trip of one warm page on one connection (the page's server time);
+6. CSV exports through share links (the whole store, and ~100,000 rows), with the
+   server's memory while it streams, and its memory with the result cached;
+7. the explorer in headless Chromium on the demo data: first view after login and
+   filter changes (`bench/explorer_figures.py`; not in `--quick`, whose run is part of
+   the test suite, which runs the same browser test anyway).
 
 Load generators are bounded in requests and time and target only 127.0.0.1. Every
 process the bench starts, it stops.
@@ -38,6 +42,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import engine_figures  # noqa: E402
+import explorer_figures  # noqa: E402
+import page_latency  # noqa: E402
 import server_figures  # noqa: E402
 from dataset import build_store  # noqa: E402
 from figures import Figure, Target  # noqa: E402
@@ -116,6 +122,8 @@ def measure(cfg: Config, folder: Path) -> tuple[list[Figure], tuple | None]:
         api, ceiling, loads = step("API load", server_figures.api_figures, server, dataset.api_key, warm, folder,
                                    cfg.runs, cfg.load_seconds, cfg.connections)
         figures += api
+        figures += step("page server time", page_latency.page_time_figures, server, dataset.api_key, warm.paths,
+                        warm.body, folder, cfg.runs)
         reference = ("CSV renderer alone, in process", render_rate)
         whole_url = step("share link (whole store)", server_figures.create_link, dataset, server, LineupQuery())
         figures += step("export (whole store)", server_figures.export_figure, "export.whole",
@@ -126,6 +134,8 @@ def measure(cfg: Config, folder: Path) -> tuple[list[Figure], tuple | None]:
                         f"share link of ~{cfg.share_rows:,} rows (`from`/`to` of the first days)", share_url,
                         server.pid, cfg.runs, Target(">=", 200_000), reference)
     print(f"[bench] whole result {export_rows:,} rows; share link {share_rows:,} rows", flush=True)
+    if not cfg.quick:
+        figures += step("explorer in Chromium", explorer_figures.explorer_figures, folder, cfg.runs)
     return figures, (ceiling, loads)
 
 

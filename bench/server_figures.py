@@ -158,8 +158,8 @@ def export_figure(
         rates.append(rows / seconds)
         growth.append(memory.peak - memory.first)
     note = (
-        f"the first run encodes every row ({rates[0]:,.0f} rows/s, RSS +{growth[0]:.0f} MiB); later runs of "
-        "the same result take the lines from the row cache, which the API's CSV pages share"
+        f"first run {rates[0]:,.0f} rows/s, RSS +{growth[0]:.0f} MiB; every run writes the CSV afresh, a block "
+        "of rows at a time (`store.csvtext`): nothing of an export is kept"
     )
     return [
         Figure(id, "Exports", f"{label} ({rows:,} rows)", "rows/s", rates, target, reference, note),
