@@ -18,7 +18,7 @@ from explorer.app import ExplorerApp, origins_for
 from explorer.session import ExplorerContext
 from store.db import engine_for, make_sessionmaker, open_store
 from store.lineups import LineupService
-from store.settings import Settings
+from store.settings import Settings, SettingsError
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -33,9 +33,10 @@ def parse_args(argv=None) -> argparse.Namespace:
 async def serve(args: argparse.Namespace) -> None:
     base_url = args.base_url or f"http://{args.host}:{args.port}"
     settings = Settings.load(db_url=args.db, base_url=base_url)
+    secrets = settings.signing_secrets()  # before the store: no secret, no start (SettingsError)
     engine = engine_for(settings)
     open_store(engine, settings.db_url)
-    context = ExplorerContext(make_sessionmaker(engine), LineupService(), settings.signing_secrets(), settings.base_url)
+    context = ExplorerContext(make_sessionmaker(engine), LineupService(), secrets, settings.base_url)
     explorer = ExplorerApp(context, websocket_origins=origins_for(settings.base_url, args.host, args.port))
     app = Application([(r"/", RedirectHandler, {"url": "/explorer"}), *explorer.routes()])
     server = HTTPServer(app)
@@ -56,7 +57,10 @@ async def serve(args: argparse.Namespace) -> None:
 
 def main(argv=None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(serve(parse_args(argv)))
+    try:
+        asyncio.run(serve(parse_args(argv)))
+    except SettingsError as error:
+        raise SystemExit(f"Error: {error}") from None
 
 
 if __name__ == "__main__":

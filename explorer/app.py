@@ -12,15 +12,19 @@ its own handling — JSON 404/405 bodies included — for every other path:
     HTTPServer(app).listen(port, host)
     explorer.start()          # inside the running IOLoop, after any fork
 
-The websocket accepts only the origins given (the served host), and the Bokeh
-session ids and tokens are signed with a key derived from the signing secret.
+The websocket accepts only the origins given (the served host), compared exactly:
+scheme, host and port (`OriginCheckedWSHandler`; Bokeh's own check ignores the
+scheme and refuses `https://host` against `host:443`, the origin a browser sends
+for a page on the default port). The Bokeh session ids and tokens are signed with
+a key derived from the signing secret.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Sequence
+import logging
+from typing import Iterable, Sequence
 from urllib.parse import urlsplit
 
 import panel as pn
@@ -28,6 +32,7 @@ from bokeh.server.tornado import BokehTornado
 from bokeh.server.util import create_hosts_allowlist
 from panel.io.application import build_applications
 from panel.io.server import DIST_DIR, INDEX_HTML
+from panel.io.server import WSHandler as PanelWSHandler
 from tornado.ioloop import IOLoop
 from tornado.web import RequestHandler
 
@@ -39,6 +44,7 @@ from store.errors import NotFound
 from explorer.views import Explorer
 
 TITLE = "Lineups explorer"
+log = logging.getLogger("lineups.explorer")
 
 
 def explorer_page(context: ExplorerContext) -> pn.viewable.Viewable:
@@ -90,6 +96,46 @@ def origins_for(base_url: str, host: str | None = None, port: int | None = None)
     return list(dict.fromkeys(origins))
 
 
+def exact_origins(base_url: str, host_ports: Iterable[str]) -> frozenset[str]:
+    """The origins (`scheme://host:port`) of `origins_for`'s `host:port` pairs: the
+    base URL's with its scheme, the listening address's over plain http."""
+    parts = urlsplit(base_url)
+    public = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+    return frozenset(f"{parts.scheme if hp == public else 'http'}://{hp}" for hp in host_ports)
+
+
+def normalised_origin(origin: str) -> str | None:
+    """`scheme://host:port` of an Origin header (the port made explicit), or None
+    for anything that is not a plain http(s) origin."""
+    try:
+        parts = urlsplit(origin.strip().lower())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+        return None
+    if parts.path or parts.query or parts.fragment:
+        return None
+    return f"{parts.scheme}://{parts.hostname}:{port or (443 if parts.scheme == 'https' else 80)}"
+
+
+class OriginCheckedWSHandler(PanelWSHandler):
+    """Panel's websocket handler, opened only from the explorer's own origins: the
+    page's scheme, host and port must be exactly one of them (no look-alike host,
+    no other port or scheme). `BOKEH_ALLOW_WS_ORIGIN` does not widen it. (Tornado
+    itself accepts, before asking, an Origin whose host and port are the request's
+    Host header, and a request without an Origin, which no browser sends.)"""
+
+    #: Set per application by `ExplorerApp`.
+    allowed_origins: frozenset[str] = frozenset()
+
+    def check_origin(self, origin: str) -> bool:
+        if normalised_origin(origin) in self.allowed_origins:
+            return True
+        log.warning("Refused the explorer's websocket from origin %r", origin[:200])
+        return False
+
+
 def _session_key(secret: str) -> str:
     """Bokeh's session-signing key: derived from, never equal to, the cookie secret."""
     return hashlib.sha256(f"lineups.explorer.bokeh-session:{secret}".encode()).hexdigest()
@@ -121,7 +167,17 @@ class ExplorerApp:
             sign_sessions=True,
             default_handler_class=NotFoundHandler,
         )
+        self._check_origins(exact_origins(context.base_url, websocket_origins))
         self._started = False
+
+    def _check_origins(self, allowed: frozenset[str]) -> None:
+        """Serve the websocket with `OriginCheckedWSHandler` (a subclass per app, so
+        that several explorers in one process keep their own origins)."""
+        handler = type("ExplorerWSHandler", (OriginCheckedWSHandler,), {"allowed_origins": allowed})
+        rules = [r for r in self.tornado.wildcard_router.rules if r.target is PanelWSHandler]
+        if len(rules) != 1:
+            raise RuntimeError(f"expected one Panel websocket route, found {len(rules)}")
+        rules[0].target = handler
 
     def routes(self) -> list[tuple]:
         """The route that hands every /explorer request to this application."""

@@ -3,8 +3,11 @@ spreadsheet formula, list the buyer's links and revoke one after a confirmation.
 
 from __future__ import annotations
 
+import weakref
+
 import panel as pn
 import param
+from panel.links import Callback
 from panel.viewable import Viewer
 
 from explorer.shares import SharesModel
@@ -32,7 +35,26 @@ def copy_button(source: pn.widgets.TextInput, label: str) -> pn.widgets.Button:
     """A small button that copies `source`'s text to the clipboard in the browser."""
     button = pn.widgets.Button(label=label, color="default", variant="outline", width=120, margin=(28, 5, 5, 5), css_classes=["copy-button"])
     button.js_on_click(args={"source": source, "button": button, "label": label}, code=COPY_JS)
+    _forget_with_the_session(button)
     return button
+
+
+def _forget_with_the_session(button: pn.widgets.Button) -> None:
+    """Drop the button's JS callback when its session is destroyed. Panel's callback
+    registry is keyed weakly by the button but holds the callback's args strongly,
+    and they lead back to the button: without this, every closed session (its rows,
+    table and charts) stayed in memory for good (tests/reliability)."""
+    document = pn.state.curdoc
+    if document is None:  # built outside a served session (tests): nothing to end
+        return
+    ref = weakref.ref(button)
+
+    def forget(_session_context) -> None:
+        alive = ref()
+        if alive is not None:
+            Callback.registry.pop(alive, None)
+
+    document.on_session_destroyed(forget)
 
 
 class SharesView(Viewer):

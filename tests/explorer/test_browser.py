@@ -112,10 +112,14 @@ def browser():
 
 @pytest.fixture
 def page(browser, served):
+    from playwright.sync_api import expect
+
     context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=served["base_url"])
     page = context.new_page()
     page.set_default_timeout(20_000)
+    # Expectations wait as long as actions: on a busy 2-core machine a redraw can take seconds.
+    expect.set_options(timeout=20_000)
     yield page
     context.close()
 
@@ -136,6 +140,22 @@ def sign_in(page, served) -> float:
     page.click("button[type=submit]")
     page.locator(".lineups-table .tabulator-row").first.wait_for(state="visible")
     return time.perf_counter() - started
+
+
+def redrawn(page, selector: str, before: bytes, timeout: float = 10.0) -> bool:
+    """Whether the element's picture differs from `before` within `timeout` seconds
+    (a chart is redrawn a moment after the table, later on a busy machine)."""
+    from playwright.sync_api import Error
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if page.locator(selector).screenshot() != before:
+                return True
+        except Error:  # replaced while Bokeh redraws it: look again
+            pass
+        page.wait_for_timeout(200)
+    return False
 
 
 def row_count(page) -> str:
@@ -195,9 +215,8 @@ def test_the_explorer_flow(page, served):
     ports = page.locator(".lineups-table .tabulator-row [tabulator-field=port]")
     expect(ports.first).to_contain_text("BRSSZ")
     assert all(text.endswith("BRSSZ") for text in ports.all_inner_texts())
-    page.wait_for_timeout(500)
-    assert page.locator(".weekly-chart").screenshot() != weekly_before
-    assert page.locator(".status-chart").screenshot() != status_before
+    assert redrawn(page, ".weekly-chart", weekly_before)
+    assert redrawn(page, ".status-chart", status_before)
     commodity_change = change_filter(page, lambda p: pick_commodity(p, "Soybeans"))
     expect(page.locator(".row-count p").first).to_contain_text("commodity Soybeans")
     latest_change = change_filter(page, lambda p: p.locator(".filter-latest input").check())

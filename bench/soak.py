@@ -1,0 +1,591 @@
+"""Sustained load on `lineups serve`, every response checked against the contract
+(issue 9, "Load and faults"; results in docs/reliability.md).
+
+    .venv/bin/python bench/soak.py                      # the full run: 50 clients, 5 minutes
+    .venv/bin/python bench/soak.py --seconds 40 --warmup 10   # as short as CI's
+
+The full run builds a demo store (`lineups demo`), starts `lineups serve
+--processes 2` (with a private `redis-server` when one is installed), and runs
+`clients` concurrent clients on 127.0.0.1 for `seconds` over a mix of requests:
+/v1/lineups with filters, limits and cursors, CSV pages, /v1/sources,
+/v1/schema/{id}, provenance, share links, unknown paths, bad parameters, bad keys,
+other methods. Each response's status *and* body are checked against the contract
+(`check`): nothing outside it is allowed. It prints one JSON report: statuses,
+latency percentiles, the server's resident memory after the warm-up and at the end.
+
+Rate limits stay at the contract's 100 requests per minute per key: the load spreads
+over many keys of the demo buyer (`KEYS_PER_CLIENT` per client), except the first
+`HOT_CLIENTS` clients, which send everything with one key between them and so meet
+the limit (429 with `Retry-After`) within the first minute; requests without a valid
+key share one window per client address.
+
+`export_window` is the concurrent-exports check: five share-link exports streaming
+while /v1/sources is timed. The tests (tests/reliability) import this module and run
+each check in a short mode against servers they start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import dataclasses
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, Iterable
+from urllib.parse import urlencode, urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+for _path in (str(ROOT), str(Path(__file__).resolve().parent)):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+from processes import Process, free_port, rss_mib  # noqa: E402  (bench/processes.py)
+
+from soak_checks import Request, check  # noqa: E402  (bench/soak_checks.py)
+
+KEYS_PER_CLIENT = 4
+#: Clients 0 to HOT_CLIENTS - 1 send everything with one key.
+HOT_CLIENTS = 8
+#: Filters of /v1/lineups the load draws from (all valid for the demo data).
+FILTERS: tuple[dict[str, str], ...] = (
+    {}, {"port": "BRSSZ"}, {"commodity": "Soybeans"}, {"country": "Brazil"}, {"port_name": "san"},
+    {"latest": "true"}, {"merge": "by_source"}, {"commodity": "Dry Bulk", "latest": "true"},
+    {"from": "2026-11-01", "to": "2026-12-31"}, {"port": "nlrtm"}, {"commodity": "Coal,Iron Ore"},
+    {"country": "Australia", "merge": "by_source"},
+)
+#: Requests the contract refuses with 400, and the parameter `details` must name.
+BAD_PARAMS: tuple[tuple[str, str], ...] = (
+    ("limit=0", "limit"), ("limit=501", "limit"), ("limit=ten", "limit"), ("port=X1", "port"),
+    ("colour=red", "colour"), ("limit=5&limit=6", "limit"), ("from=2026-12-10&to=2026-12-01", "from"),
+    ("commodity=Unobtainium", "commodity"), ("cursor=not-a-cursor", "cursor"), ("latest=maybe", "latest"),
+    ("merge=some", "merge"), ("format=xml", "format"), ("source=nope", "source"), ("from=2026-13-01", "from"),
+)
+#: (kind, weight) of the mix.
+MIX: tuple[tuple[str, int], ...] = (
+    ("lineups", 18), ("cursor", 14), ("csv", 10), ("sources", 10), ("schema", 5), ("schema_forbidden", 2),
+    ("provenance", 8), ("share", 4), ("share_revoked", 2), ("not_found", 7), ("bad_param", 10),
+    ("bad_key", 5), ("method", 2), ("healthz", 3),
+)
+
+
+# ---------------------------------------------------------------- what the load needs
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """Keys, ids and links of a store with the demo data, for the load."""
+
+    keys: tuple[str, ...]
+    feed_ids: tuple[str, ...]
+    cancelled_feed_id: str
+    row_ids: tuple[str, ...]
+    share_paths: tuple[str, ...]
+    revoked_share_path: str
+
+
+def prepare(sessions, secrets: tuple[str, ...], keys: int, buyer_name: str = "Demo Buyer") -> Plan:
+    """Make `keys` API keys of the demo buyer, five narrow share links and a revoked
+    one, and read the buyer's feed ids and some row ids, straight through the store
+    (the same functions as `lineups key create` and `lineups link create`)."""
+    from sqlalchemy import select
+
+    from store import accounts, links
+    from store.db import transaction
+    from store.lineups import LineupService
+    from store.schema import Subscription
+    from store.query import parse_query
+    from store.taxonomy import default_taxonomy
+
+    with transaction(sessions) as session:
+        buyer = accounts.find_buyer(session, buyer_name)
+        made = [accounts.create_key(session, buyer)[0] for _ in range(keys)]
+        entitled = sorted(e.feed.id for e in accounts.entitlements(session, buyer.id))
+        cancelled = session.scalars(select(Subscription.feed_id).where(
+            Subscription.buyer_id == buyer.id, Subscription.status == "cancelled")).first()
+        share = [
+            links.url_for("", links.create_link(session, buyer, args, secrets)[1])
+            for args in ({"port": ["BRSSZ"], "commodity": ["Soybeans"]}, {"port": ["NLRTM"]},
+                         {"commodity": ["Iron Ore"], "latest": ["true"]}, {"country": ["Argentina"]},
+                         {"port": ["SGSIN"], "merge": ["by_source"]})
+        ]
+        revoked, token = links.create_link(session, buyer, {"port": ["BRSSZ"]}, secrets)
+        links.revoke_link(session, revoked)
+        query = parse_query({}, default_taxonomy().parse_filter)[0]
+        rows = LineupService().select(session, buyer.id, query).rows
+        row_ids = tuple(rows["id"].iloc[:: max(len(rows) // 40, 1)].astype(str))[:40]
+    return Plan(tuple(made), tuple(entitled), cancelled, row_ids, tuple(share), links.url_for("", token))
+
+
+# ---------------------------------------------------------------- the clients
+def keys_for(clients: int) -> int:
+    """How many keys `clients` clients use."""
+    return 1 + max(clients - HOT_CLIENTS, 1) * KEYS_PER_CLIENT
+
+
+class Client:
+    """One client of the mix: its own keys, random stream and cursor walk."""
+
+    def __init__(self, number: int, plan: Plan, seed: int):
+        self.random = random.Random(seed * 1000 + number)
+        if number < HOT_CLIENTS:  # one key shared by these: it meets the limit (429)
+            self.keys = plan.keys[:1]
+        else:
+            start = 1 + (number - HOT_CLIENTS) * KEYS_PER_CLIENT
+            self.keys = plan.keys[start:start + KEYS_PER_CLIENT] or plan.keys[1:2]
+        self.plan = plan
+        self.turn = 0
+        self.cursor: tuple[dict, str] | None = None  # (filters, next cursor)
+        kinds, weights = zip(*MIX)
+        self._kinds, self._weights = kinds, weights
+
+    def key(self) -> str:
+        self.turn += 1
+        return self.keys[self.turn % len(self.keys)]
+
+    def next_request(self) -> Request:
+        kind = self.random.choices(self._kinds, self._weights)[0]
+        return getattr(self, "_" + kind)()
+
+    def _ok(self, kind: str, path: str, **kw) -> Request:
+        return Request(kind, path, self.key(), allowed=frozenset({200, 429}), **kw)
+
+    def _lineups(self) -> Request:
+        filters = dict(self.random.choice(FILTERS))
+        limit = self.random.choice((1, 10, 50, 100, 500))
+        self.cursor = (filters, "")
+        return self._ok("lineups", "/v1/lineups?" + urlencode({**filters, "limit": limit}), limit=limit)
+
+    def _cursor(self) -> Request:
+        if not self.cursor or not self.cursor[1]:
+            return self._lineups()
+        filters, cursor = self.cursor
+        limit = self.random.choice((25, 100, 250))
+        return self._ok("cursor", "/v1/lineups?" + urlencode({**filters, "limit": limit, "cursor": cursor}), limit=limit)
+
+    def _csv(self) -> Request:
+        filters = self.random.choice(FILTERS)
+        return self._ok("csv", "/v1/lineups?" + urlencode({**filters, "format": "csv", "limit": self.random.choice((20, 200, 500))}))
+
+    def _sources(self) -> Request:
+        return self._ok("sources", "/v1/sources")
+
+    def _schema(self) -> Request:
+        return self._ok("schema", f"/v1/schema/{self.random.choice(self.plan.feed_ids)}")
+
+    def _schema_forbidden(self) -> Request:
+        request = self._ok("schema_forbidden", f"/v1/schema/{self.plan.cancelled_feed_id}")
+        return dataclasses.replace(request, allowed=frozenset({403, 429}))
+
+    def _provenance(self) -> Request:
+        return self._ok("provenance", f"/v1/lineups/{self.random.choice(self.plan.row_ids)}/provenance")
+
+    def _share(self) -> Request:
+        return Request("share", self.random.choice(self.plan.share_paths), None, allowed=frozenset({200, 429}), valid_key=False)
+
+    def _share_revoked(self) -> Request:
+        return Request("share_revoked", self.plan.revoked_share_path, None, allowed=frozenset({401, 429}), valid_key=False)
+
+    def _not_found(self) -> Request:
+        path = self.random.choice((f"/v1/{uuid.uuid4().hex}", "/v1/lineups/no-such-row/provenance",
+                                   f"/v1/schema/{uuid.uuid4()}", "/v2/lineups"))
+        return Request("not_found", path, self.key(), allowed=frozenset({404, 429}))
+
+    def _bad_param(self) -> Request:
+        query, parameter = self.random.choice(BAD_PARAMS)
+        return Request("bad_param", "/v1/lineups?" + query, self.key(), allowed=frozenset({400, 429}), parameter=parameter)
+
+    def _bad_key(self) -> Request:
+        key = self.random.choice(("lk_" + "0" * 32, "lk_123", None, "LK_" + "a" * 32))
+        return Request("bad_key", "/v1/sources", key, allowed=frozenset({401, 429}), valid_key=False)
+
+    def _method(self) -> Request:
+        return Request("method", "/v1/sources", self.key(), method=self.random.choice(("POST", "DELETE", "PUT")),
+                       allowed=frozenset({405, 429}))
+
+    def _healthz(self) -> Request:
+        return Request("healthz", "/healthz", None, allowed=frozenset({200}), valid_key=False)
+
+    def saw(self, request: Request, status: int, body: bytes) -> None:
+        """Keep the next cursor of a JSON page, to walk the pages."""
+        if request.kind in ("lineups", "cursor") and status == 200 and self.cursor:
+            self.cursor = (self.cursor[0], json.loads(body).get("next_cursor") or "")
+
+
+@dataclasses.dataclass
+class Outcome:
+    began: float  # seconds since the load started
+    kind: str
+    status: int
+    ms: float
+    problem: str | None
+
+
+@dataclasses.dataclass
+class LoadReport:
+    outcomes: list[Outcome]
+    seconds: float
+    clients: int
+
+    def violations(self, ignore: Callable[[Outcome], bool] = lambda o: False) -> list[Outcome]:
+        return [o for o in self.outcomes if o.problem and not ignore(o)]
+
+    def summary(self, after: float = 0.0) -> dict:
+        """Counts and latency percentiles of the outcomes that began after `after` s."""
+        kept = [o for o in self.outcomes if o.began >= after]
+        ms = sorted(o.ms for o in kept)
+        by_kind: dict[str, list[float]] = collections.defaultdict(list)
+        for o in kept:
+            by_kind[o.kind].append(o.ms)
+        problems = collections.Counter(o.problem for o in self.outcomes if o.problem)
+        return {
+            "clients": self.clients,
+            "seconds": round(self.seconds, 1),
+            "responses": len(self.outcomes),
+            "rate_per_s": round(len(self.outcomes) / self.seconds, 1) if self.seconds else 0,
+            "statuses": dict(sorted(collections.Counter(o.status for o in self.outcomes).items())),
+            "violations": sum(problems.values()),
+            "violation_kinds": dict(problems.most_common(10)),
+            "latency_ms": percentiles(ms),
+            "p99_ms_by_kind": {k: percentiles(sorted(v))["p99"] for k, v in sorted(by_kind.items())},
+        }
+
+
+def percentiles(ms: list[float]) -> dict:
+    """p50, p90, p99 and max of sorted latencies, in ms."""
+    if not ms:
+        return {"p50": None, "p90": None, "p99": None, "max": None}
+    pick = lambda q: round(ms[min(len(ms) - 1, int(q * len(ms)))], 1)  # noqa: E731
+    return {"p50": pick(0.5), "p90": pick(0.9), "p99": pick(0.99), "max": round(ms[-1], 1)}
+
+
+async def run_load(base_url: str, plan: Plan, clients: int, seconds: float, seed: int = 1,
+                   stop: threading.Event | None = None, timeout: float = 30.0) -> LoadReport:
+    """`clients` concurrent clients on `base_url` (127.0.0.1 only) for `seconds` (or
+    until `stop` is set); every response checked with `check`."""
+    from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
+
+    if urlsplit(base_url).hostname != "127.0.0.1":
+        raise ValueError("the load only ever targets 127.0.0.1")
+    http = AsyncHTTPClient(force_instance=True, max_clients=clients)
+    outcomes: list[Outcome] = []
+    started = time.monotonic()
+    deadline = started + seconds
+
+    async def one(client: Client) -> None:
+        while time.monotonic() < deadline and not (stop and stop.is_set()):
+            request = client.next_request()
+            headers = {"X-API-Key": request.key} if request.key else {}
+            began = time.monotonic()
+            try:
+                response = await http.fetch(HTTPRequest(
+                    base_url + request.path, method=request.method, headers=headers,
+                    body=b"" if request.method in ("POST", "PUT") else None,
+                    allow_nonstandard_methods=True, request_timeout=timeout, connect_timeout=10,
+                ), raise_error=False)
+                status, response_headers, body = response.code, response.headers, response.body or b""
+            except (OSError, HTTPClientError) as exc:  # reset, refused, timed out: no response
+                status, response_headers, body = 599, {}, repr(exc).encode()
+            ms = (time.monotonic() - began) * 1000
+            try:
+                problem = check(request, status, response_headers, body)
+            except Exception as exc:  # a body the checks could not even read
+                problem = f"unreadable {request.kind} response: {type(exc).__name__}"
+            if problem:
+                problem = f"{request.kind}: {problem}"
+            outcomes.append(Outcome(began - started, request.kind, status, ms, problem))
+            client.saw(request, status, body)
+
+    try:
+        await asyncio.gather(*(one(Client(n, plan, seed)) for n in range(clients)))
+    finally:
+        http.close()
+    return LoadReport(outcomes, time.monotonic() - started, clients)
+
+
+# ---------------------------------------------------------------- memory
+def server_pids(pid: int) -> list[int]:
+    """The server process and its workers."""
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        return [pid, *(child.pid for child in parent.children())]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def server_rss_mib(pid: int) -> float:
+    """Resident memory of the server process and its workers, in MiB."""
+    total = 0.0
+    for one in server_pids(pid):
+        try:
+            total += rss_mib(one)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
+
+
+class MemoryWatch:
+    """Samples the server's RSS every `interval` s in a thread: `samples` (t, MiB)."""
+
+    def __init__(self, pid: int, interval: float = 2.0):
+        self.pid, self.interval = pid, interval
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._start = time.monotonic()
+
+    def _run(self) -> None:
+        while True:
+            self.samples.append((time.monotonic() - self._start, server_rss_mib(self.pid)))
+            if self._stop.wait(self.interval):
+                return
+
+    def __enter__(self) -> "MemoryWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.samples.append((time.monotonic() - self._start, server_rss_mib(self.pid)))
+
+    def growth(self, warmup: float) -> dict:
+        """RSS at the end of the warm-up, at the end, its peak after the warm-up, and
+        the growth from the first to the last (in %)."""
+        after = [mib for t, mib in self.samples if t >= warmup]
+        first, last = after[0], after[-1]
+        return {"after_warmup_mib": round(first, 1), "end_mib": round(last, 1), "peak_mib": round(max(after), 1),
+                "growth_pct": round(100 * (last - first) / first, 2)}
+
+
+def soak(base_url: str, server_pid: int, plan: Plan, clients: int, seconds: float, warmup: float,
+         seed: int = 1) -> dict:
+    """The sustained-load check: the load, its summary after the warm-up, violations
+    (all of them, warm-up included) and the server's memory."""
+    with MemoryWatch(server_pid, interval=max(1.0, min(10.0, seconds / 30))) as memory:
+        report = asyncio.run(run_load(base_url, plan, clients, seconds, seed))
+    result = report.summary(after=warmup)
+    result["memory"] = memory.growth(warmup)
+    result["first_violations"] = [dataclasses.asdict(o) for o in report.violations()[:10]]
+    return result
+
+
+# ---------------------------------------------------------------- concurrent exports
+def export_window(base_url: str, share_urls: list[str], seconds: float, probe_keys: list[str],
+                  probe_interval: float = 0.05, idle_seconds: float = 3.0) -> dict:
+    """Stream each share link's CSV over and over for `seconds`, each by its own
+    `curl` process (so that reading 100,000-row bodies does not compete with the
+    probe for this interpreter); meanwhile time GET /v1/sources every
+    `probe_interval` s on a fresh connection, rotating over `probe_keys` so that the
+    rate limit does not answer instead of the endpoint. Returns the exports' rows
+    and times and the probe's latency percentiles, counting only the probes sent
+    while every export was in flight, and those of `idle_seconds` of the probe alone
+    before the exports start."""
+    import requests
+
+    stop = threading.Event()
+    in_flight = [0]
+    lock = threading.Lock()
+    exports: list[dict] = []
+
+    def export(url: str) -> None:
+        while not stop.is_set():
+            with lock:
+                in_flight[0] += 1
+            try:
+                done = subprocess.run(
+                    ["curl", "--silent", "--show-error", "--output", "/dev/null", "--max-time", "600",
+                     "--write-out", "%{http_code} %{size_download} %{time_total}", url],
+                    capture_output=True, text=True)
+            finally:
+                with lock:
+                    in_flight[0] -= 1
+            status, size, total = (done.stdout.split() + ["0", "0", "0"])[:3]
+            exports.append({"status": int(status), "mib": int(size) / 2**20, "seconds": float(total)})
+
+    probes: list[tuple[float, int, bool]] = []
+
+    def probe(until: threading.Event, into: list) -> None:
+        turn = 0
+        while not until.is_set():
+            turn += 1
+            with lock:
+                all_streaming = in_flight[0] == len(share_urls)
+            began = time.monotonic()
+            response = requests.get(f"{base_url}/v1/sources", timeout=30, headers={
+                "X-API-Key": probe_keys[turn % len(probe_keys)], "Connection": "close"})
+            ms = (time.monotonic() - began) * 1000
+            with lock:
+                all_streaming = all_streaming and in_flight[0] == len(share_urls)
+            into.append((ms, response.status_code, all_streaming))
+            until.wait(probe_interval)
+
+    idle: list[tuple[float, int, bool]] = []
+    quiet = threading.Event()
+    threading.Timer(idle_seconds, quiet.set).start()
+    probe(quiet, idle)  # the same probe with nothing else running: the machine's own noise
+    threads = [threading.Thread(target=export, args=(url,)) for url in share_urls]
+    threads.append(threading.Thread(target=probe, args=(stop, probes)))
+    for thread in threads:
+        thread.start()
+    stop.wait(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join(600)
+    during = sorted(ms for ms, _, both in probes if both)
+    return {
+        "exports": len(exports),
+        "export_statuses": dict(collections.Counter(e["status"] for e in exports)),
+        "export_mib": round(statistics.median(e["mib"] for e in exports), 1) if exports else None,
+        "export_ms": percentiles(sorted(e["seconds"] * 1000 for e in exports)),
+        "probes": len(probes),
+        "probes_while_all_streaming": len(during),
+        "probe_statuses": dict(collections.Counter(s for _, s, _ in probes)),
+        "probe_ms_while_all_streaming": percentiles(during),
+        "probe_ms_idle": percentiles(sorted(ms for ms, _, _ in idle)),
+    }
+
+
+# ---------------------------------------------------------------- the full run
+def lineups_command() -> list[str]:
+    script = Path(sys.executable).with_name("lineups")
+    return [str(script)] if script.exists() else [sys.executable, "-c", "from cli.main import main; main()"]
+
+
+def start_redis(folder: Path) -> tuple[subprocess.Popen, str] | None:
+    """A private redis-server on a free port (never the machine's shared one)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        return None
+    port = free_port()
+    process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+                                "no", "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    return process, f"redis://127.0.0.1:{port}/0"
+
+
+def build_demo(folder: Path, records: int) -> tuple[str, str]:
+    """(db URL, secret) of a new SQLite store with the demo data set of `records`."""
+    db_url = f"sqlite:///{folder / 'soak.db'}"
+    secret = uuid.uuid4().hex + uuid.uuid4().hex
+    env = {**os.environ, "LINEUPS_DB": db_url, "LINEUPS_SECRET": secret}
+    subprocess.run([*lineups_command(), "demo", "--records", str(records), "--json"], env=env, check=True,
+                   capture_output=True, timeout=1800)
+    return db_url, secret
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=300)
+    parser.add_argument("--warmup", type=float, default=60, help="seconds of load before memory is compared")
+    parser.add_argument("--records", type=int, default=5000, help="demo records for the soak (as `serve --demo`)")
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--no-redis", action="store_true", help="per-process limits instead of a private Redis")
+    parser.add_argument("--export-records", type=int, default=128_000,
+                        help="demo records for the exports check (128,000 give about 100,000 merged rows); 0 skips it")
+    parser.add_argument("--export-seconds", type=float, default=60)
+    parser.add_argument("--folder", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=None, help="write the JSON report here too")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    import tempfile
+
+    folder = args.folder or Path(tempfile.mkdtemp(prefix="lineups-soak-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    report: dict = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "load_average_before": load_average()}
+    redis = None if args.no_redis else start_redis(folder)
+    try:
+        report["soak"] = _soak_run(args, folder, redis[1] if redis else None)
+        if args.export_records:
+            report["exports"] = _export_run(args, folder)
+    finally:
+        if redis:
+            redis[0].kill()
+            redis[0].wait()
+    report["load_average_after"] = load_average()
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    soak_ok = report["soak"]["violations"] == 0 and report["soak"]["memory"]["growth_pct"] < 10
+    return 0 if soak_ok else 1
+
+
+def _serve(folder: Path, name: str, db_url: str, secret: str, processes: int, redis_url: str | None) -> Process:
+    port = free_port()
+    env = {"LINEUPS_DB": db_url, "LINEUPS_SECRET": secret, "LINEUPS_BASE_URL": f"http://127.0.0.1:{port}"}
+    command = [*lineups_command(), "serve", "--port", str(port), "--processes", str(processes)]
+    if redis_url:
+        command += ["--redis", redis_url]
+    return Process(command, port, folder / f"{name}.log", env).start("/healthz")
+
+
+def _soak_run(args, folder: Path, redis_url: str | None) -> dict:
+    from store.db import make_engine, make_sessionmaker
+
+    (folder / "soak").mkdir(exist_ok=True)
+    db_url, secret = build_demo(folder / "soak", args.records)
+    engine = make_engine(db_url)
+    plan = prepare(make_sessionmaker(engine), (secret,), keys=keys_for(args.clients))
+    engine.dispose()
+    with _serve(folder, "soak", db_url, secret, args.processes, redis_url) as server:
+        result = soak(server.base_url, server.pid, plan, args.clients, args.seconds, args.warmup)
+    result.update({"records": args.records, "processes": args.processes, "redis": bool(redis_url),
+                   "keys": len(plan.keys), "rate_limit_per_key": 100})
+    return result
+
+
+def _export_run(args, folder: Path) -> dict:
+    from store.db import make_engine, make_sessionmaker
+
+    (folder / "exports").mkdir(exist_ok=True)
+    db_url, secret = build_demo(folder / "exports", args.export_records)
+    engine = make_engine(db_url)
+    sessions = make_sessionmaker(engine)
+    with _serve(folder, "exports", db_url, secret, args.processes, None) as server:
+        urls, keys = export_links(sessions, (secret,), server.base_url, 5)
+        engine.dispose()
+        warm = [requests_rows(url) for url in urls]  # every worker's cache, and the CSV columns, warm
+        result = export_window(server.base_url, urls, args.export_seconds, keys)
+        result["warm_up_exports_rows"] = warm
+        result["rss_mib_end"] = round(server_rss_mib(server.pid), 1)
+    result.update({"records": args.export_records, "processes": args.processes})
+    return result
+
+
+def export_links(sessions, secrets: tuple[str, ...], base_url: str, count: int, keys: int = 20) -> tuple[list[str], list[str]]:
+    """`count` share links of the demo buyer's whole result, and `keys` keys for the
+    probe (20 keys: 2,000 requests a minute within the contract's limit)."""
+    from store import accounts, links
+    from store.db import transaction
+
+    with transaction(sessions) as session:
+        buyer = accounts.find_buyer(session, "Demo Buyer")
+        urls = [links.url_for(base_url, links.create_link(session, buyer, {}, secrets)[1]) for _ in range(count)]
+        made = [accounts.create_key(session, buyer)[0] for _ in range(keys)]
+    return urls, made
+
+
+def requests_rows(url: str) -> int:
+    import requests
+
+    with requests.get(url, stream=True, timeout=600) as response:
+        response.raise_for_status()
+        return sum(chunk.count(b"\n") for chunk in response.iter_content(1 << 20)) - 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Fixtures of the load and fault tests (issue 9): `lineups serve` processes over a
+store with the demo data set, and the soak's load generator and contract checks
+(`bench/soak.py`, `bench/soak_checks.py`), which these tests run in a short mode.
+
+The servers are started by tests/production's `served` fixture, a private Redis by
+its `own_redis`; the store is this test's fresh SQLite store (tests/conftest.py)
+filled by the demo loader. Durations can be raised for a longer run by hand:
+`LINEUPS_SOAK_SECONDS`, `LINEUPS_EXPORT_RECORDS`, `LINEUPS_EXPORT_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from store.db import transaction
+from tests.production.conftest import served, store_env  # noqa: F401 - fixtures
+from tests.production.test_shared_limits import own_redis  # noqa: F401 - fixture
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
+
+ANCHOR = dt.date(2026, 11, 23)
+#: The secret `store_env` gives the servers (the links must be signed with it).
+SECRET = "test-secret"
+
+
+def seconds_setting(name: str, default: float) -> float:
+    return float(os.environ.get(name) or default)
+
+
+@pytest.fixture
+def backend() -> str:
+    """The load tests run on SQLite (PostgreSQL restarts: tests/production)."""
+    return "sqlite"
+
+
+@pytest.fixture
+def demo_store(sessions, store_settings):
+    """Returns `load(records)`: the demo data set loaded into this test's store;
+    it gives the demo payload plus `env` for `lineups serve` at the contract's rate
+    limit (100 a minute per key)."""
+
+    def load(records: int) -> dict:
+        from store.demo import load_demo
+
+        with transaction(sessions) as session:
+            payload = load_demo(session, records, seed=7, anchor=ANCHOR)
+        env = store_env(store_settings.db_url, store_settings.db_schema, LINEUPS_RATE_LIMIT="100")
+        return {**payload, "env": env}
+
+    return load
+
+
+@pytest.fixture
+def soak():
+    """The soak module (bench/soak.py)."""
+    import soak as module
+
+    return module
