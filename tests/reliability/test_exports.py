@@ -3,7 +3,7 @@ stream, over and over, /v1/sources keeps its p99 under 100 ms.
 
 `lineups serve --processes 2` over the demo data set; the five links are five
 buyers' spreadsheets of the same whole result. CI uses 20,000 demo records (about
-15,600 rows a sheet) and a 10 s window; the full run (`bench/soak.py`, figures in
+15,600 rows a sheet) and an 8 s window; the full run (`bench/soak.py`, figures in
 docs/reliability.md) uses 128,000 records, about 100,000 rows, the share-link
 ceiling. Each export is read by its own `curl`, so that reading the sheets does not
 slow the probe down in this process. The first export of each link, which merges
@@ -23,7 +23,7 @@ import time
 from tests.reliability.conftest import SECRET, seconds_setting
 
 RECORDS = int(seconds_setting("LINEUPS_EXPORT_RECORDS", 20_000))
-WINDOW_S = seconds_setting("LINEUPS_EXPORT_SECONDS", 10)
+WINDOW_S = seconds_setting("LINEUPS_EXPORT_SECONDS", 8)
 P99_MS = 100
 
 

@@ -1,5 +1,5 @@
 """Sustained load (issue 9): 50 concurrent clients on 127.0.0.1 over the mixed
-endpoints of the API for `LINEUPS_SOAK_SECONDS` (30 s in CI; the full 5-minute run is
+endpoints of the API for `LINEUPS_SOAK_SECONDS` (20 s in CI; the full 5-minute run is
 `bench/soak.py`, figures in docs/reliability.md). `lineups serve --processes 2`
 shares the contract's limit of 100 requests a minute per key in a private Redis; the
 load spreads over 181 keys, five clients share one key and so meet the limit.
@@ -21,7 +21,7 @@ from tests.reliability.conftest import SECRET, seconds_setting
 pytestmark = pytest.mark.redis
 
 CLIENTS = 50
-SECONDS = seconds_setting("LINEUPS_SOAK_SECONDS", 30)
+SECONDS = seconds_setting("LINEUPS_SOAK_SECONDS", 20)
 #: Load before memory is compared: the merge caches and pages fill during it.
 WARMUP = min(10.0, SECONDS / 3)
 RECORDS = 5000  # what `lineups serve --demo` loads
