@@ -3,7 +3,7 @@
 `Process` starts a command that serves HTTP on a free 127.0.0.1 port, waits until a
 URL answers, and stops it with SIGTERM (then SIGKILL) when the block ends; its output
 goes to a log file. `rss_mib` reads a process's resident memory from /proc, and
-`RssSampler` records its peak while something runs.
+`RssSampler` records a process's memory while something runs.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import requests
 
@@ -36,17 +37,31 @@ def rss_mib(pid: int) -> float:
 
 class RssSampler:
     """Samples a process's resident memory every `interval` seconds in a thread while
-    the block runs: `peak` and `first` in MiB."""
+    the block runs: `samples` as (seconds since the start, MiB), with `first` and
+    `peak`. `measure(pid)` gives the MiB (default: that process alone)."""
 
-    def __init__(self, pid: int, interval: float = 0.01):
-        self.pid, self.interval = pid, interval
-        self.first = self.peak = rss_mib(pid)
+    def __init__(self, pid: int, interval: float = 0.01, measure: Callable[[int], float] = rss_mib):
+        self.pid, self.interval, self.measure = pid, interval, measure
+        self._start = time.monotonic()
+        self.samples: list[tuple[float, float]] = []
+        self._sample()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    @property
+    def first(self) -> float:
+        return self.samples[0][1]
+
+    @property
+    def peak(self) -> float:
+        return max(mib for _, mib in self.samples)
+
+    def _sample(self) -> None:
+        self.samples.append((time.monotonic() - self._start, self.measure(self.pid)))
+
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            self.peak = max(self.peak, rss_mib(self.pid))
+            self._sample()
 
     def __enter__(self) -> "RssSampler":
         self._thread.start()
@@ -55,7 +70,7 @@ class RssSampler:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, rss_mib(self.pid))
+        self._sample()
 
 
 class Process:

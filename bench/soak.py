@@ -49,7 +49,7 @@ for _path in (str(ROOT), str(Path(__file__).resolve().parent)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from processes import Process, free_port, rss_mib  # noqa: E402  (bench/processes.py)
+from processes import Process, RssSampler, free_port, rss_mib  # noqa: E402  (bench/processes.py)
 
 from soak_checks import Request, check  # noqa: E402  (bench/soak_checks.py)
 
@@ -333,48 +333,23 @@ def server_rss_mib(pid: int) -> float:
     return total
 
 
-class MemoryWatch:
-    """Samples the server's RSS every `interval` s in a thread: `samples` (t, MiB)."""
-
-    def __init__(self, pid: int, interval: float = 2.0):
-        self.pid, self.interval = pid, interval
-        self.samples: list[tuple[float, float]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._start = time.monotonic()
-
-    def _run(self) -> None:
-        while True:
-            self.samples.append((time.monotonic() - self._start, server_rss_mib(self.pid)))
-            if self._stop.wait(self.interval):
-                return
-
-    def __enter__(self) -> "MemoryWatch":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.samples.append((time.monotonic() - self._start, server_rss_mib(self.pid)))
-
-    def growth(self, warmup: float) -> dict:
-        """RSS at the end of the warm-up, at the end, its peak after the warm-up, and
-        the growth from the first to the last (in %)."""
-        after = [mib for t, mib in self.samples if t >= warmup]
-        first, last = after[0], after[-1]
-        return {"after_warmup_mib": round(first, 1), "end_mib": round(last, 1), "peak_mib": round(max(after), 1),
-                "growth_pct": round(100 * (last - first) / first, 2)}
+def memory_growth(samples: list[tuple[float, float]], warmup: float) -> dict:
+    """RSS at the end of the warm-up, at the end, its peak after the warm-up, and the
+    growth from the first to the last (in %), of `RssSampler.samples`."""
+    after = [mib for t, mib in samples if t >= warmup]
+    first, last = after[0], after[-1]
+    return {"after_warmup_mib": round(first, 1), "end_mib": round(last, 1), "peak_mib": round(max(after), 1),
+            "growth_pct": round(100 * (last - first) / first, 2)}
 
 
 def soak(base_url: str, server_pid: int, plan: Plan, clients: int, seconds: float, warmup: float,
          seed: int = 1) -> dict:
     """The sustained-load check: the load, its summary after the warm-up, violations
     (all of them, warm-up included) and the server's memory."""
-    with MemoryWatch(server_pid, interval=max(1.0, min(10.0, seconds / 30))) as memory:
+    with RssSampler(server_pid, max(1.0, min(10.0, seconds / 30)), server_rss_mib) as memory:
         report = asyncio.run(run_load(base_url, plan, clients, seconds, seed))
     result = report.summary(after=warmup)
-    result["memory"] = memory.growth(warmup)
+    result["memory"] = memory_growth(memory.samples, warmup)
     result["first_violations"] = [dataclasses.asdict(o) for o in report.violations()[:10]]
     return result
 
