@@ -11,12 +11,12 @@ connection is the reference: the part of the round trip that is not ours.
 from __future__ import annotations
 
 import statistics
-import sys
 from pathlib import Path
 
 from figures import Figure, Target
 from load import measure_load
-from processes import Process, free_port
+from processes import Process
+from server_figures import start_ceiling
 
 PAGE_SECONDS = 3.0
 
@@ -25,13 +25,9 @@ def page_time_figures(server: Process, api_key: str, paths: list[str], body: byt
                       runs: int, seconds: float = PAGE_SECONDS) -> list[Figure]:
     """p50 and p99 round trip of warm cursored pages on one connection, against the
     ceiling on one connection, measured alternately `runs` times."""
-    body_file = folder / "ceiling-page-body.json"
-    body_file.write_bytes(body)
-    port = free_port()
-    command = [sys.executable, str(Path(__file__).with_name("ceiling.py")), str(port), str(body_file)]
     bound = int(seconds * 5_000)
     service, bare_runs = [], []
-    with Process(command, port, folder / "ceiling-page.log").start("/") as bare:
+    with start_ceiling(body, folder) as bare:
         for _ in range(runs):
             bare_runs.append(measure_load(bare.base_url, ["/v1/lineups"], None, 1, seconds, bound))
             service.append(measure_load(server.base_url, paths, api_key, 1, seconds, bound))

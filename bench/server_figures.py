@@ -81,19 +81,24 @@ def warm_pages(server: Process, api_key: str, pages: int) -> Warm:
     return Warm(paths, body, first, int(limit) if limit else None)
 
 
+def start_ceiling(body: bytes, folder: Path) -> Process:
+    """The ceiling (`bench/ceiling.py`) on a free 127.0.0.1 port, answering `body`."""
+    body_file = folder / "ceiling-body.json"
+    body_file.write_bytes(body)
+    port = free_port()
+    command = [sys.executable, str(Path(__file__).with_name("ceiling.py")), str(port), str(body_file)]
+    return Process(command, port, folder / "ceiling.log").start("/")
+
+
 def api_figures(
     server: Process, api_key: str, warm: Warm, folder: Path, runs: int, seconds: float, connections: int
 ) -> tuple[list[Figure], list[LoadResult], list[LoadResult]]:
     """Requests/s, p50 and p99 of warm pages under `connections` connections, against
     the ceiling, measured alternately `runs` times, and the server's RSS after each.
     Returns the figures and the ceiling's and the service's load results."""
-    body_file = folder / "ceiling-body.json"
-    body_file.write_bytes(warm.body)
-    port = free_port()
-    ceiling_command = [sys.executable, str(Path(__file__).with_name("ceiling.py")), str(port), str(body_file)]
     bound = int(seconds * 20_000)
     service, ceiling, rss = [], [], []
-    with Process(ceiling_command, port, folder / "ceiling.log").start("/") as bare:
+    with start_ceiling(warm.body, folder) as bare:
         for _ in range(runs):
             ceiling.append(measure_load(bare.base_url, ["/v1/lineups"], None, connections, seconds, bound))
             service.append(measure_load(server.base_url, warm.paths, api_key, connections, seconds, bound))
