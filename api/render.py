@@ -24,14 +24,13 @@ import numpy as np
 import pandas as pd
 
 from store import csvtext
-from store.fields import INTEGER_FIELDS, NUMBER_FIELDS, RECORD_FIELDS, TIME_FIELDS
+from store.fields import INTEGER_FIELDS, NUMBER_FIELDS, RECORD_FIELDS, TIME_FIELDS, text_value
 
 JSON_TYPE = "application/json; charset=UTF-8"
 CSV_TYPE = csvtext.CSV_TYPE
 BOM = csvtext.BOM
 #: Rows per chunk of a streamed CSV export.
 CHUNK_ROWS = csvtext.CHUNK_ROWS
-_BLANK_WORDS = frozenset({"", "n/a", "tbc", "tbn"})
 
 
 # ---------------------------------------------------------------- values
@@ -40,12 +39,6 @@ def _time_values(uniques: Any) -> list[str | None]:
     stamps = stamps.tz_convert("UTC") if stamps.tz is not None else stamps.tz_localize("UTC")
     text = np.datetime_as_string(stamps.tz_localize(None).to_numpy(dtype="datetime64[s]"), unit="s")
     return [t + "Z" for t in text.tolist()]
-
-
-def _text_value(value: Any) -> str | None:
-    """Text with C1 blanks (whitespace, N/A, TBC, TBN) as None."""
-    text = value if isinstance(value, str) else str(value)
-    return None if text.strip().lower() in _BLANK_WORDS else text
 
 
 def _values(column: pd.Series, field: str) -> tuple[np.ndarray, list[Any]]:
@@ -61,7 +54,7 @@ def _values(column: pd.Series, field: str) -> tuple[np.ndarray, list[Any]]:
     elif field in NUMBER_FIELDS:
         values = np.asarray(uniques, dtype=float).tolist()
     else:
-        values = [_text_value(v) for v in uniques]
+        values = [text_value(v) for v in uniques]
     return codes, values + [None]
 
 

@@ -29,7 +29,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from store.fields import INTEGER_FIELDS, NUMBER_FIELDS, RECORD_FIELDS, TIME_FIELDS
+from store.fields import INTEGER_FIELDS, NUMBER_FIELDS, RECORD_FIELDS, TIME_FIELDS, text_value
 
 CSV_TYPE = "text/csv; charset=utf-8"
 BOM = "\ufeff"
@@ -39,7 +39,6 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\0")
 #: Rows per block of a streamed export (and per Arrow join).
 CHUNK_ROWS = 20_000
 LINE_END = "\r\n"
-_BLANK_WORDS = frozenset({"", "n/a", "tbc", "tbn"})
 #: Text that RFC 4180 (and the csv module with CRLF line ends) writes unquoted.
 _PLAIN = re.compile(r'[^,"\r\n]*')
 _FORMULA_STARTS = frozenset(FORMULA_STARTS)
@@ -51,12 +50,6 @@ _EXACT_INTEGERS = 2.0**53
 def neutralise(text: str) -> str:
     """C9: a text cell a spreadsheet would evaluate gets a leading `'`."""
     return "'" + text if text.startswith(FORMULA_STARTS) else text
-
-
-def _text_value(value: Any) -> str | None:
-    """Text with C1 blanks (whitespace, N/A, TBC, TBN) as None."""
-    text = value if isinstance(value, str) else str(value)
-    return None if text.strip().lower() in _BLANK_WORDS else text
 
 
 def _number_text(value: float) -> str:
@@ -87,7 +80,7 @@ def _csv_text(value: Any, quote: _Quoter) -> str:
     if value is None:
         return ""
     text = value if type(value) is str else str(value)
-    text = _text_value(text)
+    text = text_value(text)
     return "" if text is None else quote(neutralise(text))
 
 

@@ -121,6 +121,13 @@ def is_blank(value: object) -> bool:
     return False
 
 
+def text_value(value: object) -> str | None:
+    """`value` as text, untrimmed, with C1 blanks (whitespace, N/A, TBC, TBN) as None:
+    the text a buyer gets in JSON and CSV."""
+    text = value if isinstance(value, str) else str(value)
+    return None if text.strip().lower() in _BLANK_WORDS else text
+
+
 def blank_to_none(value: object) -> object:
     """Return None for a blank value, the value (strings trimmed) otherwise."""
     if is_blank(value):

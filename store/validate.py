@@ -19,6 +19,7 @@ import pandas as pd
 
 from store.errors import ValidationError
 from store.fields import (
+    _BLANK_WORDS,
     CONTENT_FIELDS,
     DATE_FIELDS,
     ENUMERATIONS,
@@ -32,7 +33,6 @@ from store.schema import Record
 from store.taxonomy import default_taxonomy
 
 _IMO_PREFIX = re.compile(r"^\s*IMO[\s:]*", re.IGNORECASE)
-_BLANK_WORDS = frozenset({"", "n/a", "tbc", "tbn"})
 #: Free-text columns and the longest value their store column holds (PostgreSQL
 #: refuses longer ones, so a long value is a bad row, not a failed transaction).
 _TEXT_LIMITS = {
