@@ -72,10 +72,12 @@ class RedisLimiter:
         self._lock = threading.Lock()
         self._down_until = 0.0
         self._down = False
+        self._answered = 0.0  # monotonic time of the last call Redis answered
 
     def hit(self, key: str) -> Hit:
         """Count one request of `key` (an API key, link id or client address)."""
-        if time.monotonic() < self._down_until:
+        began = time.monotonic()
+        if began < self._down_until:
             return self._fallback.hit(key)
         try:
             allowed, remaining, wait_us = self._script(
@@ -83,18 +85,24 @@ class RedisLimiter:
                 args=[self.limit, int(self.window * 1_000_000), uuid.uuid4().hex],
             )
         except redis.RedisError as exc:
-            self._fault(exc)
+            self._fault(exc, began)
             return self._fallback.hit(key)
-        if self._down:
-            with self._lock:
-                self._down = False
+        with self._lock:
+            self._answered = time.monotonic()
+            back, self._down = self._down, False
+        if back:
             log.warning("Redis answers again: the rate limit is shared across processes again")
         if allowed:
             return Hit(True, int(remaining), 0)
         return Hit(False, 0, min(max(1, math.ceil(int(wait_us) / 1_000_000)), math.ceil(self.window)))
 
-    def _fault(self, exc: Exception) -> None:
+    def _fault(self, exc: Exception, began: float) -> None:
+        """Note an outage, unless the failed call is a straggler: one begun before
+        Redis answered another call (a connection tried while Redis was still
+        starting, say), which says nothing about Redis now."""
         with self._lock:
+            if began < self._answered:
+                return
             self._down_until = time.monotonic() + self.RETRY_AFTER_FAULT
             first = not self._down
             self._down = True

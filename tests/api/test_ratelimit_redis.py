@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import threading
 import uuid
 
 import pytest
@@ -59,3 +60,36 @@ def test_unreachable_redis_falls_back_to_per_process_limits(caplog):
     assert hits == [True, True, False]
     faults = [r for r in caplog.records if "unreachable" in r.getMessage()]
     assert len(faults) == 1  # logged once per outage, not per request
+
+
+def test_a_call_that_fails_after_redis_answered_again_is_not_a_new_outage(redis_url, caplog):
+    """A call begun while Redis was still down (its connection refused only later)
+    that fails after another call was answered is a straggler of the outage that
+    ended: one outage is logged once, and the limit stays shared."""
+    limiter = RedisLimiter(redis_url, limit=100, window=60, prefix=f"test-{uuid.uuid4().hex[:8]}:")
+    limiter.RETRY_AFTER_FAULT = 0.0
+    answer = limiter._script
+    straggler_began, straggler_may_fail = threading.Event(), threading.Event()
+
+    def refused(**_):
+        raise redis.ConnectionError("Connection refused")
+
+    def slowly_refused(**_):
+        straggler_began.set()
+        straggler_may_fail.wait(10)
+        raise redis.ConnectionError("Connection refused")
+
+    with caplog.at_level(logging.WARNING, logger="lineups.ratelimit"):
+        limiter._script = refused
+        assert limiter.hit("lk_a").allowed  # the outage: counted in this process
+        limiter._script = slowly_refused
+        straggler = threading.Thread(target=limiter.hit, args=("lk_a",))
+        straggler.start()
+        assert straggler_began.wait(10)
+        limiter._script = answer
+        assert limiter.hit("lk_a").remaining == 99  # Redis answers again
+        straggler_may_fail.set()
+        straggler.join(10)
+        assert limiter.hit("lk_a").remaining == 98  # still shared: the straggler changed nothing
+    said = [r.getMessage().split(":")[0] for r in caplog.records]
+    assert said == ["Redis is unreachable (ConnectionError)", "Redis answers again"]
