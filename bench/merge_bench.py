@@ -23,6 +23,7 @@ import tracemalloc
 import numpy as np
 import pandas as pd
 
+from store import columns
 from store.merge import merge
 
 DAY = 86_400
@@ -88,7 +89,9 @@ def make_records(n: int = 1_000_000, seed: int = 7) -> pd.DataFrame:
             values[conflict] = company[(chosen[call][conflict] + 1) % len(company)]
         frame[field] = _blanked(rng, values, 0.3)
     frame.loc[rng.random(n) < 0.005, ["eta", "etb", "etd"]] = pd.NaT  # dateless records
-    return frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    frame = frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    # Text columns as the store holds them in memory (`store.records`, `store.columns`).
+    return frame.assign(**{c: columns.category(frame[c]) for c in frame.columns if frame[c].dtype == object and c != "ref"})
 
 
 def _pool(prefix: str, size: int, width: int = 0) -> np.ndarray:

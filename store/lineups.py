@@ -30,7 +30,7 @@ import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from store import accounts, merge, query as pipeline, remerge
+from store import accounts, columns, merge, query as pipeline, remerge
 from store.accounts import FeedVersion
 from store.errors import Forbidden, NotFound
 from store.explain import explain as explain_row
@@ -171,7 +171,7 @@ class LineupService:
         parts = self._parts(session, feeds)
         if not parts:
             return load_records(session, [])
-        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        return columns.concat(parts)
 
     def merged(self, session: Session, feeds: Sequence[FeedVersion], mode: str) -> pd.DataFrame:
         """The merged rows of `feeds` under `mode` (C2), cached per feed versions and
@@ -184,7 +184,7 @@ class LineupService:
                 cached = self._updated(versions, mode, parts)
                 if cached is None:
                     frames = [part.frame for part in parts]
-                    rows = merge.merge(pd.concat(frames, ignore_index=True) if frames else load_records(session, []), mode)
+                    rows = merge.merge(columns.concat(frames) if frames else load_records(session, []), mode)
                     cached = _Merged(versions, mode, rows, remerge.key_hashes(rows))
                 self._merged.put((versions, mode), cached)
             return cached.rows
@@ -236,7 +236,7 @@ class LineupService:
         # Groups never cross a merge key (C2.2), so the key's records suffice.
         key = remerge.key_hashes(hit.iloc[:1])[0]
         same_key = [part.frame[part.keys == key] for part in self._feed_parts(session, feeds)]
-        records = pd.concat(same_key, ignore_index=True) if same_key else load_records(session, [])
+        records = columns.concat(same_key) if same_key else load_records(session, [])
         result = explain_row(row_id, records, query.merge)
         if result is None:  # pragma: no cover - the row was just found
             raise NotFound(f"No lineup row with id {row_id}")

@@ -9,7 +9,7 @@ values (C2.5), `store.merge_ids` makes the ids (C2.7); this module puts them tog
 
 The input frame has one row per stored record: `ref`, `source_id`, `source_name`,
 `vessel_key`, `commodity_key` and the record fields of C1 (times as datetime64 UTC,
-`dwt` Int64, `quantity` float). Blanks are expected as None/NaN (the store normalises
+`dwt` Int64, `quantity` float; text categorical or object). Blanks are expected as null (the store normalises
 them at ingest; `normalize_blanks` does it for raw data). Records with a blank
 commodity are left out (C1). The output has the C1 columns in `RECORD_FIELDS` order,
 then `EXTRA_COLUMNS`, which are not served:
@@ -20,8 +20,12 @@ then `EXTRA_COLUMNS`, which are not served:
   this is the schedule span that the `from`/`to` filter overlaps (C3).
 - `_members`: how many records the row merges.
 
-Rows come in no particular order; `store.query.sort_rows` gives the C3 order. Strings
-are object columns with None for null; times datetime64[ns, UTC].
+Rows come in no particular order; `store.query.sort_rows` gives the C3 order. Times
+are datetime64[ns, UTC]. Text columns that come in as categoricals (the store's,
+`store.columns`) are picked on their codes and come out as categoricals with the same
+categories, and so do `source_id` and `source_name`; object text columns (str,
+None/NaN for null) come out as object columns with None for null. `id` is an object
+column.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from store import merge_ids, merge_values
+from store.columns import is_coded
 from store.fields import (
     COUNTERPARTY_FIELDS,
     DATE_FIELDS,
@@ -40,7 +45,7 @@ from store.fields import (
     RECORD_FIELDS,
     TIME_FIELDS,
 )
-from store.merge_plan import NAT, Codes, Plan, RecordArrays, blank_mask, group_records, nanos
+from store.merge_plan import NAT, Codes, Plan, RecordArrays, blank_mask, factorized, group_records, nanos
 
 MODES = ("all", "by_source")
 
@@ -112,13 +117,22 @@ def _rows(records: pd.DataFrame, arrays: RecordArrays, groups: Plan, mode: str, 
     columns: dict[str, object] = {}
     winners: dict[str, np.ndarray] = {}
     for field in PICKED_FIELDS:
-        if field not in numeric:
-            values = records[field].to_numpy(dtype=object)
+        if field in numeric:
+            continue
+        column = records[field]
+        if isinstance(column.dtype, pd.CategoricalDtype):  # the store's text columns
+            codes, winners[field] = merge_values.pick_codes(column.cat.codes.to_numpy(), groups)
+            columns[field] = pd.Categorical.from_codes(codes, dtype=column.dtype)
+        else:
+            values = column.to_numpy(dtype=object)
             columns[field], winners[field] = merge_values.pick_objects(values, groups)
     picked, id_sets = times.result()
     columns.update(picked)
-    columns["source_id"] = merge_values.joined(arrays.source, groups, id_sets)
-    columns["source_name"] = merge_values.joined(names, groups, name_sets.result())
+    # The feed lists as categoricals when the input is coded: a few hundred distinct
+    # lists serve the whole result.
+    join = merge_values.joined_categorical if is_coded(records["source_id"]) else merge_values.joined
+    columns["source_id"] = join(arrays.source, groups, id_sets)
+    columns["source_name"] = join(names, groups, name_sets.result())
     columns["vessel_key"] = arrays.vessel.values_at(groups.top)
     columns["commodity_key"] = arrays.commodity.values_at(groups.top)
     columns["_members"] = groups.sizes.astype(np.int64)
@@ -160,8 +174,7 @@ def _numeric_columns(numeric: dict, created, updated, arrays: RecordArrays, grou
 
 
 def _sorted_codes(series: pd.Series) -> Codes:
-    codes, uniques = pd.factorize(series.to_numpy(dtype=object), sort=True)
-    return Codes(codes, np.asarray(uniques, dtype=object))
+    return Codes(*factorized(series, sort=True))
 
 
 def _ids(arrays: RecordArrays, groups: Plan, winners: dict, anchor_first: np.ndarray, mode: str):
@@ -200,7 +213,7 @@ def _frame(columns: dict, n: int) -> pd.DataFrame:
             data[name] = pd.Series(np.asarray(value).view("M8[ns]"), copy=False).dt.tz_localize("UTC")
         elif name == "dwt":
             data[name] = pd.Series(value, dtype="Int64", copy=False)
-        elif name in ("quantity", "_members"):
+        elif name in ("quantity", "_members") or isinstance(value, pd.Categorical):
             data[name] = pd.Series(value, copy=False)
         else:
             data[name] = pd.Series(value, dtype=object, copy=False)

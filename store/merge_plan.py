@@ -148,7 +148,7 @@ def group_records(
     vessel, port, commodity = (_codes(frame[c]) for c in ("vessel_key", "port_unlocode", "commodity_key"))
     eta, etb, etd = (nanos(frame[name]) for name in DATE_FIELDS)
     anchor = np.where(eta != NAT, eta, np.where(etb != NAT, etb, etd))
-    excluded = (commodity.codes < 0) | pd.isna(_objects(frame["commodity"]))
+    excluded = (commodity.codes < 0) | _missing(frame["commodity"])
     source = _codes(frame["source_id"], sort=True) if by_source else None
     keys = _merge_keys([vessel, port, commodity] + ([source] if by_source else []))
     joinable = (keys >= 0) & (anchor != NAT) & ~excluded
@@ -206,11 +206,35 @@ def _objects(series: pd.Series) -> np.ndarray:
     return series.to_numpy(dtype=object, na_value=None)
 
 
+def _missing(series: pd.Series) -> np.ndarray:
+    """Where a column is null (a categorical's code -1; None/NaN otherwise)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return series.cat.codes.to_numpy() < 0
+    return pd.isna(_objects(series))
+
+
+def factorized(series: pd.Series, sort: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 codes, object uniques) of a column, -1 for null. A categorical column
+    (the store's text columns, `store.records`) gives its own codes and categories at
+    no cost; `sort` then needs categories in ascending order, as the store makes
+    them (otherwise they are sorted here)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        categories = series.cat.categories
+        codes = series.cat.codes.to_numpy().astype(np.int64)
+        if sort and not categories.is_monotonic_increasing:
+            order = np.argsort(np.asarray(categories, dtype=object), kind="stable")
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order))
+            return np.append(rank, -1)[codes], np.asarray(categories, dtype=object)[order]
+        return codes, np.asarray(categories, dtype=object)
+    codes, uniques = pd.factorize(_objects(series), sort=sort)
+    return codes, np.asarray(uniques, dtype=object)
+
+
 def _codes(series: pd.Series, sort: bool = False) -> Codes:
     """Codes of a column. The store removes C1 blanks at ingest; any blank string left
     over (N/A, TBC, …) still counts as blank, found among the distinct values."""
-    codes, uniques = pd.factorize(_objects(series), sort=sort)
-    uniques = np.asarray(uniques, dtype=object)
+    codes, uniques = factorized(series, sort)
     blank = blank_mask(uniques)
     if blank.any():
         codes = np.append(np.where(blank, -1, np.arange(len(uniques))), -1)[codes]

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from store import columns
 from store.merge_plan import NAT, Codes, Plan
 
 _STEPS = 3  # records tried one at a time, in precedence, before the rest at once
@@ -32,6 +33,14 @@ def pick_objects(values: np.ndarray, groups: Plan) -> tuple[np.ndarray, np.ndarr
     found = fallback[rows[fallback] >= 0]
     picked[found] = values[rows[found]]
     return picked, rows
+
+
+def pick_codes(codes: np.ndarray, groups: Plan) -> tuple[np.ndarray, np.ndarray]:
+    """`pick_objects` for a coded (categorical) column, -1 for blank: per group, the
+    code of its first non-blank value in precedence (-1 if none) and the position of
+    the record that gave it."""
+    rows = first_valid(groups, codes[groups.top] < 0, lambda at: codes[at] < 0)
+    return np.where(rows >= 0, codes[np.maximum(rows, 0)], -1), rows
 
 
 def pick_numbers(values: np.ndarray, blank: np.ndarray, groups: Plan, fill) -> tuple[np.ndarray, np.ndarray]:
@@ -120,6 +129,18 @@ def joined(values: Codes, groups: Plan, sets: np.ndarray | None) -> np.ndarray:
         return _joined_per_group(values, groups)
     which, distinct = pd.factorize(sets)
     return _set_texts(np.asarray(distinct, dtype=np.int64), values.uniques)[which]
+
+
+def joined_categorical(values: Codes, groups: Plan, sets: np.ndarray | None) -> pd.Categorical:
+    """`joined` as a categorical with sorted categories (`store.columns`): the texts
+    are made once per distinct set of values, which a categorical keeps."""
+    if sets is None:
+        return columns.category(_joined_per_group(values, groups))
+    which, distinct = pd.factorize(sets)
+    distinct = np.asarray(distinct, dtype=np.int64)
+    which = np.where(distinct[np.maximum(which, 0)] == 0, -1, which)  # the empty set: null
+    texts = _set_texts(distinct, values.uniques)
+    return columns.recoded(pd.Categorical.from_codes(which, categories=range(len(distinct))), texts)
 
 
 def _set_texts(sets: np.ndarray, names: np.ndarray) -> np.ndarray:

@@ -3,7 +3,9 @@
 One row per stored record of the given feeds whose commodity is not blank (C1: kept
 in the store, never served), with the feed's name as `source_name`, times as
 `datetime64[ns, UTC]`, the commodity's taxonomy names, and the merge key parts
-`vessel_key` and `commodity_key`.
+`vessel_key` and `commodity_key`. Text columns other than `ref` are categoricals with
+sorted categories (`store.columns`): the merge engine and the CSV writer work on
+their codes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from store import columns
 from store.normalize import commodity_text_key
 from store.schema import Feed, Record
 from store.taxonomy import default_taxonomy
@@ -67,21 +70,29 @@ def _load(session: Session, *where) -> pd.DataFrame:
         cursor.close()
     if not chunks:
         frame = pd.DataFrame({name: pd.Series([], dtype=object) for name in names})
-    else:
-        frame = pd.DataFrame({name: _concat([chunk[name] for chunk in chunks]) for name in names})
-    return shape(frame)
+        return shape(frame.astype({name: "category" for name in names if name not in _NOT_CODED}))
+    data = {}
+    for name in names:
+        parts = [chunk[name] for chunk in chunks]
+        if isinstance(parts[0], tuple):  # a text column: (codes, uniques) per chunk
+            data[name] = columns.from_parts([p[0] for p in parts], [p[1] for p in parts])
+        else:
+            data[name] = _concat(parts)
+    return shape(pd.DataFrame(data))
 
 
 #: Rows read from the driver at a time.
 _CHUNK = 50_000
-#: Columns with a value of their own on (almost) every row: not worth sharing.
+#: Columns with a value of their own on (almost) every row: not worth coding.
 _UNIQUE = frozenset({"ref"})
+_NOT_CODED = frozenset({*_TIMES, "dwt", "quantity", *_UNIQUE})
 
 
 def _columns(names: list[str], rows: list[tuple]) -> dict[str, object]:
     """One chunk of driver rows as columns: times parsed (SQLite gives text,
-    PostgreSQL datetimes), text columns as object arrays in which equal values share
-    one string object (a feed repeats its ports and companies on every row)."""
+    PostgreSQL datetimes), text columns factorized, (codes, distinct values), to
+    become categoricals (`store.columns`: a feed repeats its ports and companies on
+    every row)."""
     out: dict[str, object] = {}
     for name, values in zip(names, zip(*rows)):
         array = np.array(values, dtype=object)
@@ -93,7 +104,7 @@ def _columns(names: list[str], rows: list[tuple]) -> dict[str, object]:
             out[name] = array
         else:
             codes, uniques = pd.factorize(array)
-            out[name] = np.append(np.asarray(uniques, dtype=object), None)[codes]
+            out[name] = (codes, np.asarray(uniques, dtype=object))
     return out
 
 
@@ -102,27 +113,41 @@ def _concat(parts: list[np.ndarray]) -> np.ndarray:
 
 
 def shape(frame: pd.DataFrame) -> pd.DataFrame:
-    """Give a frame of stored rows the merge input's dtypes and derived columns."""
+    """Give a frame of stored rows the merge input's dtypes and derived columns: text
+    columns categorical (`store.columns`), the commodity's taxonomy names and the
+    merge key part `commodity_key`, worked out once per distinct value."""
     for column in _TIMES:
         frame[column] = pd.to_datetime(frame[column], utc=True).astype("datetime64[ns, UTC]")
     frame["dwt"] = pd.array(frame["dwt"], dtype="Int64")
     frame["quantity"] = pd.to_numeric(frame["quantity"], errors="coerce").astype(float)
+    for name in frame.columns:
+        if name not in _NOT_CODED and not columns.is_coded(frame[name]):
+            frame[name] = columns.category(frame[name])
     taxonomy = default_taxonomy()
-    leaves = {}
-    for leaf_id in frame["commodity_leaf"].dropna().unique():
-        try:
-            leaves[leaf_id] = taxonomy.leaf(leaf_id)
-        except KeyError:  # a leaf that a newer taxonomy dropped: treat as unresolved
-            leaves[leaf_id] = None
-    leaf = frame["commodity_leaf"].map(lambda leaf_id: leaves.get(leaf_id))  # None: unresolved
-    frame["commodity_normalized"] = leaf.map(lambda l: l.name if l else None)
-    frame["commodity_normalized_subgroup"] = leaf.map(lambda l: l.subgroup if l else None)
-    frame["commodity_normalized_group"] = leaf.map(lambda l: l.group if l else None)
-    raw_keys = {raw: "raw:" + commodity_text_key(raw) for raw in frame["commodity"].dropna().unique()}
-    resolved = leaf.map(lambda l: l.id if l else None)
-    frame["commodity_key"] = np.where(resolved.notna(), resolved, frame["commodity"].map(raw_keys))
-    frame = frame.drop(columns=["commodity_leaf"])
-    # The engine works on object columns of str/None (pandas 3 would infer its
-    # NaN-based string dtype, which turns None into NaN).
-    text = [c for c in frame.columns if isinstance(frame[c].dtype, pd.StringDtype)]
-    return frame.astype({c: object for c in text}) if text else frame
+    leaf_column, commodity = frame["commodity_leaf"].array, frame["commodity"].array
+    leaves = [_leaf(taxonomy, leaf_id) for leaf_id in leaf_column.categories]
+    for name, part in (("commodity_normalized", "name"), ("commodity_normalized_subgroup", "subgroup"),
+                       ("commodity_normalized_group", "group")):
+        frame[name] = columns.recoded(leaf_column, [getattr(l, part) if l else None for l in leaves])
+    # The key: the leaf's id when resolved, else the raw commodity's text key; once
+    # per distinct (leaf, commodity) pair.
+    pairs = leaf_column.codes.astype(np.int64) * (len(commodity.categories) + 1) + commodity.codes + 1
+    which, distinct = pd.factorize(pairs)
+    raw = np.asarray(commodity.categories, dtype=object)
+    keys = []
+    for pair in distinct.tolist():
+        leaf_code, commodity_code = divmod(pair, len(commodity.categories) + 1)
+        leaf = leaves[leaf_code] if leaf_code >= 0 else None
+        if leaf is not None:
+            keys.append(leaf.id)
+        else:
+            keys.append(None if commodity_code == 0 else "raw:" + commodity_text_key(raw[commodity_code - 1]))
+    frame["commodity_key"] = columns.recoded(pd.Categorical.from_codes(which, categories=range(len(distinct))), keys)
+    return frame.drop(columns=["commodity_leaf"])
+
+
+def _leaf(taxonomy, leaf_id):
+    try:
+        return taxonomy.leaf(leaf_id)
+    except KeyError:  # a leaf that a newer taxonomy dropped: treat as unresolved
+        return None

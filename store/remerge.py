@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from store import merge
+from store import columns, merge
 
 #: The merge key's columns in record frames and merged rows (C2.2).
 KEY_COLUMNS = ["vessel_key", "port_unlocode", "commodity_key"]
@@ -36,8 +36,17 @@ def key_hashes(frame: pd.DataFrame) -> np.ndarray:
     equal hashes, in every process (pandas' hashing has a fixed key)."""
     hashes = np.zeros(len(frame), dtype=np.uint64)
     for column in KEY_COLUMNS:
-        hashes = (hashes * _MIX) ^ pd.util.hash_array(frame[column].to_numpy(dtype=object))
+        hashes = (hashes * _MIX) ^ _text_hashes(frame[column])
     return hashes
+
+
+def _text_hashes(series: pd.Series) -> np.ndarray:
+    """pandas' hash of each value of a text column, null hashed as None; for a
+    categorical, once per category."""
+    if columns.is_coded(series):
+        table = pd.util.hash_array(np.append(np.asarray(series.cat.categories, dtype=object), None))
+        return table[series.cat.codes.to_numpy()]  # code -1: the last entry, None
+    return pd.util.hash_array(columns.objects(series))
 
 
 def splice(
@@ -53,7 +62,7 @@ def splice(
     touched = np.unique(np.concatenate([keys[replaced], served_keys]))
     if not replaced.any() and served.empty:
         return records, keys, touched
-    updated = pd.concat([records[~replaced], served], ignore_index=True)
+    updated = columns.concat([records[~replaced], served])
     return updated, np.concatenate([keys[~replaced], served_keys]), touched
 
 
@@ -81,6 +90,6 @@ def remerge(
     touched_records = [frame[m] for (frame, _), m in zip(parts, masks) if m.any()]
     if not touched_records:
         return kept.reset_index(drop=True), kept_keys
-    fresh = merge.merge(pd.concat(touched_records, ignore_index=True), mode)
-    rows = pd.concat([kept, fresh], ignore_index=True)
+    fresh = merge.merge(columns.concat(touched_records), mode)
+    rows = columns.concat([kept, fresh])
     return rows, np.concatenate([kept_keys, key_hashes(fresh)])

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from merge_records import FEED_A, FEED_B, FEED_C, FEED_NAMES, frame
 
-from store import merge_plan
+from store import columns, merge_plan
 from store.fields import COUNTERPARTY_FIELDS, DATE_FIELDS
 from store.merge import PICKED_FIELDS, merge, merge_groups
 from store.query import apply_latest
@@ -195,6 +195,27 @@ def test_output_does_not_depend_on_input_order(records, random, mode):
     first = merge(frame(*records), mode).sort_values("id").reset_index(drop=True)
     second = merge(frame(*shuffled), mode).sort_values("id").reset_index(drop=True)
     pd.testing.assert_frame_equal(first, second)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records_lists, st.sampled_from(["all", "by_source"]))
+def test_records_held_as_categoricals_merge_to_the_same_rows(records, mode):
+    """The store holds text as categoricals, one frame a feed, joined with the union
+    of their categories (`store.columns`); the engine picks on codes and must give the
+    rows it gives for plain object columns, value for value."""
+    plain = frame(*records)
+    parts = [
+        part.assign(**{c: columns.category(part[c]) for c in part.columns if part[c].dtype == object and c != "ref"})
+        for _, part in plain.groupby("source_id", sort=False)
+    ]
+    coded = merge(columns.concat(parts) if parts else plain, mode)
+    assert not parts or all(columns.is_coded(coded[f]) for f in ("port_unlocode", "vessel_name", "shipper", "commodity"))
+
+    def values(rows: pd.DataFrame) -> list[list]:
+        rows = rows.sort_values("id").reset_index(drop=True)
+        return [[None if pd.isna(v) else v for v in row] for row in rows.astype(object).itertuples(index=False)]
+
+    assert values(coded) == values(merge(plain, mode))
 
 
 @settings(max_examples=40, deadline=None)
