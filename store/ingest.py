@@ -13,11 +13,14 @@ import csv
 import dataclasses
 import io
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
@@ -58,15 +61,7 @@ def read_feed_file(path: str | Path, mapping: Mapping | None = None) -> pd.DataF
             data = path.read_bytes()
             sep = mapping.delimiter if mapping else ","
             encoding = mapping.encoding if mapping else "utf-8-sig"
-            frame = pd.read_csv(
-                io.BytesIO(data),
-                dtype=object,  # plain str objects: pandas string arrays are slower here
-                keep_default_na=False,
-                na_filter=False,
-                sep=sep,
-                encoding=encoding,
-                skipinitialspace=False,
-            )
+            frame = _read_csv(data, sep, encoding)
             frame["_line"] = _csv_lines(data, encoding, sep, len(frame))
         else:
             raise ValidationError(f"{path.name}: a feed file ends in .csv or .jsonl")
@@ -78,6 +73,50 @@ def read_feed_file(path: str | Path, mapping: Mapping | None = None) -> pd.DataF
         frame = mapping.apply(frame.drop(columns="_line"))
         frame["_line"] = lines
     return frame
+
+
+def _read_csv(data: bytes, sep: str, encoding: str) -> pd.DataFrame:
+    """The cells of a CSV file as text, every one kept (empty cells are ""): each
+    column but `ref` as a categorical, read by Arrow's multi-threaded parser, so that
+    validation (`validate.Distinct`) finds each column's distinct values ready; a feed
+    repeats its ports, companies and times on every row. Files that Arrow's parser
+    reads differently from pandas' (another encoding, a row with too few or too many
+    cells, repeated or empty column names, an empty file) are read by pandas, whose
+    behaviour and errors the row-by-row report is built on."""
+    arrow = _read_csv_arrow(data, sep) if encoding.lower().replace("_", "-") in ("utf-8", "utf-8-sig", "utf8") else None
+    if arrow is not None:
+        return arrow
+    return pd.read_csv(
+        io.BytesIO(data),
+        dtype=object,  # plain str objects: pandas string arrays are slower here
+        keep_default_na=False,
+        na_filter=False,
+        sep=sep,
+        encoding=encoding,
+        skipinitialspace=False,
+    )
+
+
+def _read_csv_arrow(data: bytes, sep: str) -> pd.DataFrame | None:
+    """`_read_csv` by Arrow; None when pandas must read the file."""
+    first_line = data[: data.find(b"\n") + 1 or len(data)]
+    if b'"' in first_line:  # a quoted column name may span lines: pandas reads it
+        return None
+    header = next(csv.reader(io.StringIO(first_line.decode("utf-8-sig", "replace")), delimiter=sep), None)
+    if not header or len(set(header)) != len(header) or any(not name for name in header):
+        return None
+    text = {name: pa.string() if name.strip() == "ref" else pa.dictionary(pa.int32(), pa.string()) for name in header}
+    try:
+        table = pa_csv.read_csv(
+            io.BytesIO(data),
+            read_options=pa_csv.ReadOptions(column_names=header, skip_rows=1),
+            parse_options=pa_csv.ParseOptions(delimiter=sep, newlines_in_values=b'"' in data),
+            convert_options=pa_csv.ConvertOptions(column_types=text, strings_can_be_null=False, null_values=[]),
+        )
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        return None
+    frame = table.to_pandas()
+    return frame.astype({name: object for name in header if not isinstance(frame[name].dtype, pd.CategoricalDtype)})
 
 
 def _csv_lines(data: bytes, encoding: str, sep: str, rows: int) -> np.ndarray:
@@ -231,14 +270,25 @@ def _insert_new(session, feed, frame, now, version, progress) -> None:
         f"VALUES ({', '.join([mark] * len(columns))})"
     )
     # The driver's own cursor, in the session's transaction: it takes the rows as an
-    # iterator, with no list of tuples built first and no per-row checks.
+    # iterator, with no list of tuples built first and no per-row checks. The next
+    # chunk's Python values are made on a helper thread while the driver writes this
+    # one (sqlite3 and psycopg release the GIL while the database works).
+    def values(start: int) -> list[list]:
+        chunk = frame.iloc[start : start + CHUNK]
+        return [_python_values(chunk[c], sqlite) for c in columns]
+
+    starts = range(0, len(frame), CHUNK)
     cursor = connection.connection.cursor()
     try:
-        for start in range(0, len(frame), CHUNK):
-            chunk = frame.iloc[start : start + CHUNK]
-            cursor.executemany(statement, _rows(chunk, columns, sqlite))
-            if progress:
-                progress(len(chunk))
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest") as helper:
+            pending = helper.submit(values, starts[0])
+            for following in [*starts[1:], None]:
+                chunk = pending.result()
+                if following is not None:
+                    pending = helper.submit(values, following)
+                cursor.executemany(statement, zip(*chunk))
+                if progress:
+                    progress(len(chunk[0]))
     finally:
         cursor.close()
 

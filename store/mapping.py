@@ -105,7 +105,7 @@ class Mapping:
             out[field] = value
         for field, table in self.values.items():
             if field in out:
-                column = out[field].fillna("")
+                column = out[field].astype(object).fillna("")
                 lowered = column.str.strip().str.lower()
                 out[field] = lowered.map(table).where(lowered.isin(table.keys()), column)
         return out

@@ -11,6 +11,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from sqlalchemy import func, select, update
 
@@ -202,6 +203,30 @@ def test_c11_lines_count_blank_lines_and_cells_that_span_lines(session, feed, tm
     )
     details = refused(session, feed, path)
     assert [(d["line"], d["field"]) for d in details] == [(7, "dwt"), (8, "dwt")]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'\xef\xbb\xbfref,port_unlocode,vessel_name,shipper\r\nA1,BRSSZ, X ,"Cargill, Inc."\r\nA2,BRSSZ,,""\r\n',
+        b'ref,port_unlocode,shipper\nA1,BRSSZ,"multi\nline"\n\nA2,BRSSZ,"say ""hi"""\n',
+        b"ref,port_unlocode,vessel_name\nA1,BRSSZ\nA2,BRSSZ,Y\n",  # a row with too few cells
+        b"ref,ref,vessel_name\nA1,A2,Y\n",  # a repeated column name
+        b"ref,port_unlocode,vessel_name\n",  # a header alone
+        "ref,port_unlocode,vessel_name\nA1,BRSSZ,São Luís\n".encode("utf-8"),
+    ],
+)
+def test_every_cell_is_read_as_the_text_in_the_file(tmp_path, content):
+    """Feed files are read by Arrow's parser (categoricals for validation, C11) or,
+    when it would read them differently, by pandas: the cells must be the file's text
+    either way, empty cells as "", none lost or changed."""
+    path = tmp_path / "f.csv"
+    path.write_bytes(content)
+    frame = ingest.read_feed_file(path)
+    text = frame.drop(columns="_line").astype(object)
+    expected = pd.read_csv(path, dtype=object, keep_default_na=False, na_filter=False, encoding="utf-8-sig")
+    assert list(text.columns) == list(expected.columns)
+    assert text.values.tolist() == expected.values.tolist()
 
 
 def test_c11_unreadable_file_is_refused(session, feed, tmp_path):
