@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import os
 import re
 import threading
 import time
@@ -69,6 +70,21 @@ _KEY_LIKE = re.compile(r"(?<![0-9a-z])lk_[0-9a-z]+", re.IGNORECASE)
 _TOKEN_LIKE = re.compile(r"\.?[\w-]+\.[\w-]{27}(?![\w-])", re.ASCII)
 
 
+#: How much lower the operating system schedules export threads than the rest of the
+#: process (a nice increment; Linux schedules each thread on its own).
+EXPORT_NICENESS = 10
+
+
+def bulk_priority() -> None:
+    """Run the calling thread at a lower CPU priority (`EXPORT_NICENESS`): an export
+    is bulk work, and when the cores are busy the event loop and the other requests'
+    threads should run first. Where a thread's priority cannot be set, nothing."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), EXPORT_NICENESS)
+    except (AttributeError, OSError):  # not Linux, or not allowed
+        pass
+
+
 @dataclasses.dataclass(frozen=True)
 class Dependencies:
     """What the handlers need; built once by `api.app.make_app`."""
@@ -94,7 +110,8 @@ class Dependencies:
 
     def __post_init__(self) -> None:
         if self.exports is None:
-            object.__setattr__(self, "exports", ThreadPoolExecutor(EXPORT_WORKERS, thread_name_prefix="lineups-export"))
+            exports = ThreadPoolExecutor(EXPORT_WORKERS, thread_name_prefix="lineups-export", initializer=bulk_priority)
+            object.__setattr__(self, "exports", exports)
         if self.admissions is None:
             stamp = change_stamp(self.sessions.kw.get("bind"))
             object.__setattr__(self, "admissions", accounts.Admissions(stamp))
