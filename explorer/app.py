@@ -73,12 +73,14 @@ class NotFoundHandler(RequestHandler):
 
 def warm_up() -> None:
     """Render the explorer's kinds of components once, without data, so that the
-    first buyer after a start does not pay HoloViews' and Bokeh's first-use costs
+    first buyer after a start does not pay Panel's and Bokeh's first-use costs
     (the same idea as `panel serve --warm`)."""
     empty = empty_rows()
+    weekly, status = charts.weekly_quantity_chart([charts.UNRESOLVED]), charts.status_by_port_chart()
+    charts.draw_weekly_quantity(weekly, charts.weekly_quantity(empty))
+    charts.draw_status_by_port(status, charts.status_by_port(empty))
     pn.Column(
-        pn.pane.HoloViews(charts.weekly_quantity_chart(charts.weekly_quantity(empty))),
-        pn.pane.HoloViews(charts.status_by_port_chart(charts.status_by_port(empty))),
+        "Markdown", pn.pane.Bokeh(weekly), pn.pane.Bokeh(status),
         pn.widgets.Tabulator(empty.iloc[:, :3], pagination="remote"),
     ).get_root()
 

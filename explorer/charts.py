@@ -1,17 +1,28 @@
 """The lineups view's charts: the frames they show (pure functions of the selected
-rows) and the hvPlot charts drawn from them.
+rows) and the Bokeh figures drawn from them.
 
 - Quantity by commodity group per week: the sum of `quantity` of the rows measured
   in tonnes (`MT`), by the week (Monday, UTC) of their `combined_date`, stacked by
   commodity group. Barrels and units do not add up with tonnes, so they are left
   out, and the chart says so.
 - Vessels by status per port: distinct vessels per port and vessel status.
+
+The figures are plain Bokeh, made once per session, each one glyph whose source
+holds every bar (start and end of its stacked segment, colour); `draw_*` replaces
+that data in place. Drawing them through hvPlot/HoloViews took ~0.3 s of CPU a
+chart at every filter change (bench/findings.py); swapping a ColumnDataSource's
+data takes a few milliseconds.
 """
 
 from __future__ import annotations
 
-import hvplot.pandas  # noqa: F401  (registers DataFrame.hvplot)
+import math
+from typing import Mapping, Sequence
+
 import pandas as pd
+from bokeh.core.properties import field
+from bokeh.models import ColumnDataSource, FactorRange, Legend, LegendItem
+from bokeh.plotting import figure
 
 UNRESOLVED = "Unresolved"
 NO_STATUS = "unknown"
@@ -20,6 +31,13 @@ STATUS_COLORS = {
     "expected": "#8fb8de", "anchored": "#f2b134", "berthed": "#2e8b57",
     "departed": "#7a7a7a", NO_STATUS: "#d0d0d0",
 }
+#: The colours of the commodity groups, in the taxonomy's order (HoloViews' default cycle).
+GROUP_COLORS = (
+    "#30a2da", "#fc4f30", "#e5ae38", "#6d904f", "#8b8b8b", "#17becf", "#9467bd", "#d62728",
+    "#1f77b4", "#e377c2", "#8c564b", "#bcbd22",
+)
+#: The x or y factor of a chart without data.
+NOTHING = "–"
 
 
 def weekly_quantity(rows: pd.DataFrame) -> pd.DataFrame:
@@ -61,25 +79,90 @@ def status_by_port(rows: pd.DataFrame) -> pd.DataFrame:
     return counts.sort_values(["port", "_order"], ignore_index=True).drop(columns="_order")
 
 
-def weekly_quantity_chart(frame: pd.DataFrame):
-    """Stacked bars of thousand tonnes per week and commodity group."""
-    if frame.empty:
-        frame = pd.DataFrame({"week": ["–"], "group": [UNRESOLVED], "kt": [0.0]})
-    return frame.hvplot.bar(
-        x="week", y="kt", by="group", stacked=True, rot=45, height=380, responsive=True,
-        title="Quantity by commodity group per week (kt, MT rows)",
-        xlabel="Week starting (UTC)", ylabel="thousand tonnes", legend="bottom",
-    ).opts(toolbar=None, active_tools=[])
+def bar_chart(title: str, height: int, **options) -> figure:
+    """A figure as wide as its pane, without tools or grid lines, as hvPlot drew the
+    explorer's charts; `options` go to Bokeh's `figure` (axes, ranges, CSS classes)."""
+    chart = figure(
+        title=title, height=height, sizing_mode="stretch_width", toolbar_location=None, tools="", **options,
+    )
+    chart.title.text_font_size = "12pt"
+    chart.xgrid.visible = chart.ygrid.visible = False
+    return chart
 
 
-def status_by_port_chart(frame: pd.DataFrame):
-    """Horizontal stacked bars of vessels per port, by vessel status."""
-    if frame.empty:
-        frame = pd.DataFrame({"port": ["–"], "status": [NO_STATUS], "vessels": [0]})
-    statuses = [s for s in STATUS_ORDER if s in set(frame["status"])]
-    ports = frame["port"].nunique()
-    return frame.hvplot.barh(
-        x="port", y="vessels", by="status", stacked=True, height=max(240, 28 * ports + 90),
-        responsive=True, title="Vessels by status per port", xlabel="", ylabel="vessels",
-        color=[STATUS_COLORS[s] for s in statuses], legend="right",
-    ).opts(toolbar=None, active_tools=[])
+def _stacks(
+    frame: pd.DataFrame, across: str, layer: str, value: str, layers: Sequence[str], colors: Mapping[str, str],
+) -> dict:
+    """The bars of a stacked chart as one glyph's columns: per bar its `across`
+    factor, `layer`, start and end (stacked in the order of `layers` within each
+    factor) and colour; ordered by layer, so that the legend lists the layers in
+    that order."""
+    order = {name: i for i, name in enumerate(layers)}
+    bars = frame.assign(_order=frame[layer].map(order)).sort_values([across, "_order"], kind="stable")
+    end = bars.groupby(across, sort=False)[value].cumsum().astype(float)
+    bars = bars.assign(start=end - bars[value].astype(float), end=end).sort_values(["_order", across], kind="stable")
+    return {
+        across: bars[across].astype(str).tolist(),
+        layer: bars[layer].astype(str).tolist(),
+        "start": bars["start"].tolist(),
+        "end": bars["end"].tolist(),
+        "color": [colors[name] for name in bars[layer]],
+    }
+
+
+def _legend(chart: figure, renderer, layer: str, place: str, **options) -> None:
+    """A legend entry per value of the source's `layer` column, drawn in the browser
+    from the data, so that it follows every redraw."""
+    chart.add_layout(Legend(items=[LegendItem(label=field(layer), renderers=[renderer])], **options), place)
+
+
+def weekly_quantity_chart(groups: Sequence[str], **options) -> figure:
+    """Stacked bars of thousand tonnes per week by commodity group, the groups
+    stacked, coloured and listed in the order of `groups` (the taxonomy's groups and
+    `UNRESOLVED`); empty until drawn."""
+    chart = bar_chart(
+        "Quantity by commodity group per week (kt, MT rows)", 380, x_range=FactorRange(factors=[NOTHING]),
+        x_axis_label="Week starting (UTC)", y_axis_label="thousand tonnes", **options,
+    )
+    chart.tags = list(groups)  # the stacking order, which draw_weekly_quantity reads
+    source = ColumnDataSource({"week": [], "group": [], "start": [], "end": [], "color": []})
+    bars = chart.vbar(
+        x="week", bottom="start", top="end", width=0.8, color="color", line_color="black", source=source,
+    )
+    chart.y_range.start = 0
+    chart.xaxis.major_label_orientation = math.pi / 4
+    _legend(chart, bars, "group", "below", orientation="horizontal")
+    return chart
+
+
+def draw_weekly_quantity(chart: figure, frame: pd.DataFrame) -> None:
+    """Show `weekly_quantity`'s frame in a chart of `weekly_quantity_chart`."""
+    groups = [*chart.tags, *sorted(set(frame["group"]) - set(chart.tags))]
+    colors = {group: GROUP_COLORS[i % len(GROUP_COLORS)] for i, group in enumerate(groups)}
+    weeks = sorted(set(frame["week"]))
+    chart.x_range.factors = weeks or [NOTHING]
+    chart.renderers[0].data_source.data = _stacks(frame, "week", "group", "kt", groups, colors)
+
+
+def status_by_port_chart(**options) -> figure:
+    """Horizontal stacked bars of vessels per port by vessel status; empty until drawn."""
+    chart = bar_chart(
+        "Vessels by status per port", 240, y_range=FactorRange(factors=[NOTHING]), x_axis_label="vessels",
+        **options,
+    )
+    source = ColumnDataSource({"port": [], "status": [], "start": [], "end": [], "color": []})
+    bars = chart.hbar(
+        y="port", left="start", right="end", height=0.8, color="color", line_color="black", source=source,
+    )
+    chart.x_range.start = 0
+    _legend(chart, bars, "status", "right")
+    return chart
+
+
+def draw_status_by_port(chart: figure, frame: pd.DataFrame) -> None:
+    """Show `status_by_port`'s frame in a chart of `status_by_port_chart`: a bar per
+    port, the first port in name order on top, the chart as tall as its ports need."""
+    ports = sorted(set(frame["port"]), reverse=True)
+    chart.y_range.factors = ports or [NOTHING]
+    chart.height = max(240, 28 * len(ports) + 90)
+    chart.renderers[0].data_source.data = _stacks(frame, "port", "status", "vessels", STATUS_ORDER, STATUS_COLORS)

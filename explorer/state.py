@@ -192,7 +192,8 @@ class LineupsModel(param.Parameterized):
                 values = pd.to_numeric(rows[column], errors="coerce").astype(float)
             else:
                 values = _text(rows[column])
-            frame[column] = values.astype(object).where(values.notna(), None) if column != "quantity" else values
+            # None, not NaN, where there is no value: the table shows an empty cell, not "NaN".
+            frame[column] = values.astype(object).where(values.notna(), None)
         return frame
 
     @param.depends("selection")

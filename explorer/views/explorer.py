@@ -45,10 +45,11 @@ class Explorer(Viewer):
         params.setdefault("feeds", FeedsModel(account=account))
         super().__init__(account=account, lineups=lineups, **params)
         # Screens not shown yet are built when first opened: the first view is faster.
+        # (`pn.panel(function, lazy=True)` would call the function at once.)
         self._tabs = pn.Tabs(
             ("Lineups", LineupsView(model=self.lineups)),
-            ("Share links", pn.panel(lambda: SharesView(model=self.shares), lazy=True)),
-            ("Feeds", pn.panel(lambda: FeedsView(model=self.feeds), lazy=True)),
+            ("Share links", pn.param.ParamFunction(lambda: SharesView(model=self.shares), lazy=True)),
+            ("Feeds", pn.param.ParamFunction(lambda: FeedsView(model=self.feeds), lazy=True)),
             active=self.tab, dynamic=True, sizing_mode="stretch_width", css_classes=["explorer-tabs"],
         )
         self._tabs.link(self, active="tab", bidirectional=True)

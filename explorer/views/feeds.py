@@ -3,12 +3,13 @@ subscription status and the coverage of every field (C7)."""
 
 from __future__ import annotations
 
-import hvplot.pandas  # noqa: F401  (registers DataFrame.hvplot)
 import pandas as pd
 import panel as pn
 import param
+from bokeh.models import FactorRange
 from panel.viewable import Viewer
 
+from explorer.charts import bar_chart
 from explorer.feeds import FeedsModel
 
 RATINGS = (("coverage_rating", "Coverage"), ("commodity_rating", "Commodity"), ("commercial_rating", "Commercial"))
@@ -24,12 +25,15 @@ def stars(rating: float | None) -> str:
 
 def coverage_chart(frame: pd.DataFrame, feed: str):
     """Horizontal bars: the share of the feed's records that fill each field."""
-    data = frame[frame["feed"] == feed].assign(percent=lambda f: (f["coverage"] * 100).round(1))
-    return data.hvplot.barh(
-        x="field", y="percent", height=14 * len(data) + 80, responsive=True, ylim=(0, 100),
-        color="#2f6f9f", title="Field coverage (% of records)", xlabel="", ylabel="%",
-        flip_yaxis=True,
-    ).opts(toolbar=None, active_tools=[])
+    data = frame[frame["feed"] == feed]
+    fields = [str(field) for field in data["field"]][::-1]  # the first field on top
+    chart = bar_chart(
+        "Field coverage (% of records)", 14 * len(fields) + 80, y_range=FactorRange(factors=fields),
+        x_range=(0, 100), x_axis_label="%",
+    )
+    percent = (data["coverage"].astype(float) * 100).round(1)
+    chart.hbar(y=fields, right=percent.tolist()[::-1], height=0.8, color="#2f6f9f", line_color="black")
+    return chart
 
 
 def feed_card(feed: dict, coverage: pd.DataFrame) -> pn.Card:
@@ -48,7 +52,7 @@ def feed_card(feed: dict, coverage: pd.DataFrame) -> pn.Card:
     )
     return pn.Card(
         facts,
-        pn.pane.HoloViews(coverage_chart(coverage, feed["name"]), sizing_mode="stretch_width"),
+        pn.pane.Bokeh(coverage_chart(coverage, feed["name"]), sizing_mode="stretch_width"),
         title=f"{feed['name']} — {status}",
         sizing_mode="stretch_width", collapsed=False, css_classes=["feed-card"],
     )

@@ -55,8 +55,18 @@ class LineupsView(Viewer):
             self.model.param.error, alert_type="danger", visible=self.model.param.error.rx.bool(),
             css_classes=["query-error"],
         )
-        # The charts are drawn just after the page: the table shows first.
-        self._charts = pn.panel(self._chart_row, defer_load=True)
+        # Made once and redrawn in place when the selection changes. They are in the
+        # first page: as plain Bokeh they cost little to make, and drawn after the
+        # page (Panel's `defer_load`) they reached the browser while it was still
+        # drawing the table, whose rows then showed later.
+        groups = [*self.model.account.context.taxonomy.groups(), charts.UNRESOLVED]
+        self._weekly = charts.weekly_quantity_chart(groups, css_classes=["weekly-chart"])
+        self._status = charts.status_by_port_chart(css_classes=["status-chart"])
+        self._draw_charts()
+        self._charts = pn.Row(
+            pn.pane.Bokeh(self._weekly), pn.pane.Bokeh(self._status),
+            sizing_mode="stretch_width", css_classes=["charts"],
+        )
         self._download = pn.widgets.FileDownload(
             callback=self.model.csv_file, filename=f"lineups-{dt.date.today():%Y%m%d}.csv",
             label="Download CSV (all rows)", color="primary", embed=False, width=220,
@@ -70,20 +80,10 @@ class LineupsView(Viewer):
         count = self.model.row_count
         return f"**{count:,} row{'s' if count != 1 else ''}** · {self.model.summary()}"
 
-    @param.depends("model.selection")
-    def _weekly_chart(self):
-        return charts.weekly_quantity_chart(self.model.weekly_quantity())
-
-    @param.depends("model.selection")
-    def _status_chart(self):
-        return charts.status_by_port_chart(self.model.status_by_port())
-
-    def _chart_row(self) -> pn.Row:
-        return pn.Row(
-            pn.pane.HoloViews(self._weekly_chart, sizing_mode="stretch_width", css_classes=["weekly-chart"]),
-            pn.pane.HoloViews(self._status_chart, sizing_mode="stretch_width", css_classes=["status-chart"]),
-            sizing_mode="stretch_width", css_classes=["charts"],
-        )
+    @param.depends("model.selection", watch=True)
+    def _draw_charts(self) -> None:
+        charts.draw_weekly_quantity(self._weekly, self.model.weekly_quantity())
+        charts.draw_status_by_port(self._status, self.model.status_by_port())
 
     @param.depends("model.detail")
     def _detail(self):

@@ -141,6 +141,10 @@ def test_the_table_shows_the_selected_rows(account):
     assert list(table["id"]) == list(model.selection["id"])
     assert table["port"].str.endswith("NLRTM").all()
     assert table["eta"].dropna().str.match(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$").all()
+    # A row without a quantity shows an empty cell, never "NaN".
+    missing = model.selection["quantity"].isna().to_numpy()
+    assert missing.any() and all(v is None for v in table["quantity"][missing])
+    assert all(isinstance(v, float) for v in table["quantity"][~missing])
 
 
 def test_charts_follow_the_filters(account):
@@ -155,7 +159,35 @@ def test_charts_follow_the_filters(account):
     model.filters.commodity = ["Crude Oil"]
     assert set(model.weekly_quantity()["group"]) <= {"Liquid Bulk"}  # crude is in barrels: no MT rows
     assert set(model.status_by_port()["port"].str[-6:-1]) <= {"USHOU", "USCRP", "NLRTM"}
-    assert charts.weekly_quantity_chart(model.weekly_quantity()) is not None
+    groups = [*account.context.taxonomy.groups(), charts.UNRESOLVED]
+    chart = charts.weekly_quantity_chart(groups)
+    charts.draw_weekly_quantity(chart, weekly)
+    bars = pd.DataFrame(chart.renderers[0].data_source.data)
+    assert list(chart.x_range.factors) == sorted(set(weekly["week"]))
+    assert (bars["end"] - bars["start"]).sum() == pytest.approx(weekly["kt"].sum())
+    tops = bars.groupby("week")["end"].max()
+    assert tops.to_dict() == pytest.approx(weekly.groupby("week")["kt"].sum().to_dict())
+    listed = list(dict.fromkeys(bars["group"]))  # the legend's entries, in its order
+    assert listed == [group for group in groups if group in set(weekly["group"])]
+    charts.draw_weekly_quantity(chart, model.weekly_quantity())
+    assert set(chart.renderers[0].data_source.data["group"]) == set(model.weekly_quantity()["group"])
+
+
+def test_the_charts_are_redrawn_in_place(account):
+    model = LineupsModel(account)
+    chart = charts.status_by_port_chart()
+    charts.draw_status_by_port(chart, model.status_by_port())
+    ports = list(chart.y_range.factors)
+    assert ports == sorted(ports, reverse=True)  # the first port in name order on top
+    assert chart.height == max(240, 28 * len(ports) + 90)
+    model.filters.port = "NLRTM"
+    charts.draw_status_by_port(chart, model.status_by_port())
+    assert list(chart.y_range.factors) == ["Rotterdam (NLRTM)"] and chart.height == 240
+    bars = pd.DataFrame(chart.renderers[0].data_source.data)
+    assert bars["end"].max() == model.status_by_port()["vessels"].sum()
+    assert list(bars["color"]) == [charts.STATUS_COLORS[status] for status in bars["status"]]
+    charts.draw_status_by_port(chart, charts.status_by_port(model.selection.iloc[:0]))
+    assert list(chart.y_range.factors) == [charts.NOTHING] and not chart.renderers[0].data_source.data["port"]
 
 
 def test_selecting_a_row_explains_it(account):
