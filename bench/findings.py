@@ -8,36 +8,33 @@ id; the report prints an entry only while its figure misses.
 from __future__ import annotations
 
 _INGEST = """\
-Profile (pyinstrument, 1,000,000 rows, on the shared 2-core machine: 45.7 s wall, 36.3 s
-of CPU): the SQLite `executemany` of the new rows is 21.5 s (47%) and the commit, which
-checkpoints the WAL into the database file, 5.2 s; reading the CSV 6.6 s; validation
-6.4 s (one `pd.factorize` per column 2.8 s, cleaning blanks once per distinct value
-2.7 s, most of it the million distinct refs); the columns as Python values for the
-driver 3.0 s; `derive` with the content hash 0.9 s. The bare executemany reference
-(now read as object columns, like ingest: with pyarrow installed, `dtype=str` gave
-Arrow strings whose row iteration tripled that floor) writes the same rows into a
-table without indexes or validation; the store's table has three indexes and four
-more columns, and every row is checked. Done here: each column factorized once
-(`validate.Distinct`), every check, parse and derived value computed on its distinct
-values and reused, text columns handed on as categoricals so that `derive`, the
-content hash (the same hash values as before) and the driver values work on codes;
-times formatted once per distinct value; the reference and ingest runs alternated.
-Larger SQLite caches, `temp_store=MEMORY` and foreign keys off changed nothing
-measurable. What is left is SQLite's own insert into the indexed table and pandas'
-CSV parser; for PostgreSQL, `COPY` instead of `executemany`."""
+This machine ran at about half its morning speed in the 17:59 run: the same bare
+executemany reference wrote 67,818 rows/s, against 128,422 at 14:52 UTC; ingest's
+ratio to it rose from 0.35× to 0.49× (0.53× at 17:42). At 0.49× of the morning's
+reference ingest would make ~63,000 rows/s. Profile (pyinstrument, 1,000,000 rows,
+loaded machine, 36 s): the SQLite `executemany` of the new rows 22.8 s and the commit
+(the WAL checkpoint) 3.3 s; reading the CSV 3.0 s (Arrow's parser on both cores, each
+column but `ref` dictionary-encoded into a categorical, so validation no longer
+factorizes a million strings per column: reading plus factorizing was ~9 s); validation
+2.8 s; the driver values 2.8 s, now made for the next chunk on a helper thread while the
+driver writes (sqlite3 releases the GIL while SQLite works). What is left is SQLite's
+own insert into the indexed table (the unique (feed_id, ref) index holds the 36-character
+feed id in every entry) and the checkpoint; putting the constant columns into the
+statement instead of binding them changed nothing measurable."""
 
 _MERGE = """\
-Profile (cProfile, 1,000,000 synthetic records): `pd.factorize` of the object (string)
-columns is ~0.5 s of ~1.3 s (13 calls: vessel key, port, commodity key, feed, three
-counterparties, feed names; ~36 ns a value, all under the GIL, so the helper thread
-cannot share it); `pd.isna` on object columns while picking values 0.15 s; picking
-values 0.3 s; the record-by-record replay of chains with a counterparty disagreement
-0.1 s. Done here: the row ids' base32 text is computed in numpy (the `base64` module
-loops in Python: 0.4 s at 210,000 rows, now 0.06 s). What would fix the rest: string
-columns that arrive already coded (pandas categoricals or Arrow dictionary arrays from
-the store loader, which factorizes each text column once anyway to share string
-objects), so the engine groups on integer codes; or the grouping in polars/DuckDB,
-which the issue measured at ~0.9–1.0 s."""
+This run's machine was about half its morning speed (see the ingest reference). In
+process, on the idle machine at 16:24 UTC, the same merge took 0.83-0.93 s (it was
+1.5-1.7 s that hour before this change, 1.25 s in the 14:52 run). Done here: text is
+held as categoricals (`store.columns`, loaded coded by `store.records`), and the engine
+groups and picks on the codes, so no string is hashed during a merge; the feed lists
+come out as categoricals too. Profile of what is left (pyinstrument, 1,000,000
+records): the row ids (hashing parts per distinct value, folding, base32 text for
+213,854 rows) ~0.5 s of 1.4 s under the profiler, the replay of chains with a
+counterparty disagreement 0.2 s, sorting into precedence 0.07 s. The baseline now gets
+the same categorical input, which made it faster too (3.9 s -> 2.1 s). What would fix
+the rest: the ids' text made only for rows served (most rows of a result are never on
+a page), or a faster machine."""
 
 _API = """\
 Profile (cProfile and py-spy on the server, the load running): the event loop does
@@ -56,43 +53,42 @@ formatted once a second by `cli.logs.SecondFormatter`, paths without `_`, `.` or
 share prefix not run through the three redaction patterns). What would fix the rest:
 keeping each warm page's finished body (not only its rows) with the page position,
 parsing a query string once per distinct string, and `--processes N` (one event loop
-per core)."""
+per core). In the two runs of 17:42 and
+17:59 UTC, with the machine at about half its morning speed, the rate came to 0.48× of
+the ceiling (0.52× at 14:52); nothing on the warm path changed in between (the pages
+are the cached rows' bytes, whatever the dtypes of the result), and it is not yet
+profiled whether the slower machine or something else moved the ratio."""
 
 _EXPORT_FIRST = """\
-The CSV writer is now `store.csvtext` (the explorer's download uses it too), in Arrow:
-per block of 20,000 rows each column is grouped (`pd.factorize`; row ids and the feed
-lists of merged rows, new strings on every row, converted as they are), the text of
-each distinct value decided once by the same per-value rules as before (a vectorised
-test over the Arrow buffers passes plain text through; only the rest goes through
-the Python rules), and the block's cells, each with its separator, are written by
-one Arrow `take` whose data buffer is the block's CSV text. Same bytes as the former
-writer on the bench result, the CSV-injection data and random text. In process
-(cProfile, 290,347 rows, a loaded machine): the former writer 2.2 s of CPU from
-scratch, this one 1.4 s, of which grouping the text columns is ~45% (`pd.factorize`
-of Python strings, ~50-100 ns a value, under the GIL) and converting ids and feed
-lists to Arrow ~20%; the `take` and the copy into `bytes` run without the GIL. Nothing
-of an export is kept (the former kept the result's codes, so a second export only
-joined cells: ~1.1 s of Python under the GIL), so first and later exports cost the
-same and the server's memory stays flat. What would fix the rest: text columns that
-arrive coded (categoricals or Arrow dictionaries from the store loader and the merge,
-so no export hashes strings again), or the CSV cells of a merged result encoded once
-when it is made and shared by every selection of it."""
+The CSV writer (`store.csvtext`, in Arrow) takes categorical columns as they are: each
+category's cell text is decided once and kept per set of categories (shared by every
+slice and selection of a merged result), cut down per block to the categories it
+uses, and the block's cells are written by one Arrow `take`. In process the whole
+290,347-row result now takes 0.9 s of CPU (was 1.3-1.4 s): this run's in-process
+reference 295,186 rows/s (153,440 at 14:52 on a faster machine). Warm exports met
+their targets in the 17:42 run (whole 301,719, share 249,607 rows/s) and the share
+export again here (274,733); the whole-store export missed by 5% on this slower run.
+The first export of a link also makes its selection: the filter and C3 sort of the
+merged result (about 0.5 s for the share link's `from`/`to`, most of it sorting and
+comparing row ids where dates tie) before the first byte. What would fix the rest:
+the row ids as fixed-width bytes rather than Python strings (their sort and CSV text
+are the largest part left), and selections of the same merged result made from one
+sorted order instead of sorting each afresh."""
 
-_EXPLORER = """Profile (cProfile, the demo buyer's page built in process, 2026-11-23): building
-one session's explorer is ~1.0–1.8 s of CPU on this machine today: HoloViews
-rendering the two charts ~0.7 s of it (`initialize_plot`), then param and Bokeh model
-construction for ~110 widgets and panes; the merge of 5,000 records is a few tens of
-ms. In the browser a cold first view adds loading and starting 3.4 MB of Panel/Bokeh
-JavaScript from an empty cache. Three things moved the figure since the 1.5–2.2 s of
-docs/explorer.md (10:31 UTC): this machine is slower today (the same run's pandas
-baseline merge took 3.9 s against 2.9 s at 12:03); pyarrow, now installed for the CSV
-writer, made pandas store inferred text in Arrow (in the browser test of the earlier
-commit: cold 4.3 s with it, 2.6–3.3 s without; `store/__init__.py` now keeps Python
-string storage). Not yet profiled: how much of the session's page building the
-browser waits for before the first table rows show. What would fix it: fewer
-widgets and panes built before the first paint, the charts' Bokeh models cached per
-merged result, or the default view of each buyer's feeds built when the server
-starts."""
+_EXPLORER = """\
+Profile (cProfile and a Playwright script, 2026-11-23 afternoon, loaded machine): the
+cold path from submitting the sign-in to the first rows is ~1.2 s for the server to
+build the session and answer `GET /explorer` (0.4-0.7 s of it loading and merging the
+buyer's records), ~1-1.4 s to load and start 3.4 MB of Panel/Bokeh JavaScript, and
+~1.3 s for the browser to draw the page, most of it Tabulator drawing the table three
+times (first build, when the stylesheets load, after layout), each time measuring
+column widths over the rows it draws. Done here: the charts are plain Bokeh, made once
+per session and redrawn in place (HoloViews cost ~0.3 s of CPU a chart, again at every
+filter change); the hidden tabs are built when first opened; matplotlib is no longer
+imported. Server CPU for a session's page 2.07 s -> 0.98 s cold, a filter change
+~0.5 s -> ~0.05 s: filter changes now meet their target. What would fix the first
+view: fixed column widths and a smaller first table page (fewer Tabulator passes), and
+the buyer's merge made when the server starts."""
 
 FINDINGS: dict[str, str] = {
     "ingest.sqlite": _INGEST,

@@ -16,7 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from figures import Figure  # noqa: E402
+from figures import Figure, Target  # noqa: E402
 from findings import FINDINGS, METHOD  # noqa: E402
 from load import LoadResult  # noqa: E402
 
@@ -135,6 +135,7 @@ def write_report(out: Path, figures: list[Figure], run: dict, loads: tuple[list,
         lines += ["Notes:", "", *notes, ""]
     if loads:
         chart(png, *loads, f"/v1/lineups warm pages vs. bare Tornado ceiling — {run['records']:,} records, {run['date']}")
+    if loads or png.exists():  # rewritten from the JSON (`from_json`): the run's chart
         lines += [f"![Request rate and latency of warm /v1/lineups pages against the ceiling]({png.name})", ""]
     missed = [f for f in figures if f.met is False or (f.missing and f.target is not None)]
     lines += ["## What limits the figures that miss their target", ""]
@@ -148,3 +149,24 @@ def write_report(out: Path, figures: list[Figure], run: dict, loads: tuple[list,
     lines += ["## How it measures", "", METHOD, ""]
     out.write_text("\n".join(lines), encoding="utf-8")
     raw.write_text(json.dumps({"run": run, "figures": [f.as_dict() for f in figures]}, indent=1, default=str) + "\n")
+
+
+def from_json(raw: Path) -> tuple[list[Figure], dict]:
+    """The figures and run of a report's raw JSON (`write_report`'s), to write the
+    report again with today's findings without measuring again."""
+    data = json.loads(raw.read_text())
+    figures = []
+    for item in data["figures"]:
+        fields = {k: item[k] for k in ("id", "section", "label", "unit", "values", "note", "missing")}
+        target = Target(**item["target"]) if item["target"] else None
+        reference = tuple(item["reference"]) if item["reference"] else None
+        figures.append(Figure(**fields, target=target, reference=reference))
+    return figures, data["run"]
+
+
+if __name__ == "__main__":  # python bench/report.py docs/benchmarks.json: rewrite its report
+    import sys
+
+    raw = Path(sys.argv[1])
+    figures, run = from_json(raw)
+    write_report(raw.with_suffix(".md"), figures, run, None)
