@@ -9,15 +9,18 @@ runs through `BaseHandler.run` on the executor; pure reads of data through
 
 from __future__ import annotations
 
+import functools
 import uuid
-from typing import Any, Sequence
+from types import MappingProxyType
+from typing import Any, Mapping, Sequence
 from urllib.parse import urlencode
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
+from tornado.httputil import parse_qs_bytes
 
 from api import render
-from api.base import BaseHandler
+from api.base import BaseHandler, text_args
 from api.cursors import binding
 from api.openapi import openapi_json
 from store import accounts, coverage, query as pipeline
@@ -39,17 +42,27 @@ def parse(args: dict[str, list[str]]):
     return pipeline.parse_query(args, default_taxonomy().parse_filter)
 
 
+@functools.lru_cache(maxsize=4096)
+def parse_page_query(raw: str) -> tuple[Mapping[str, list[str]], pipeline.LineupQuery, int, str | None, str]:
+    """`(args, query, limit, cursor, binding)` of the raw query string of a
+    /v1/lineups request; raises ValidationError. Parsing is a pure function of the
+    string, so it is remembered per distinct string (a client walking pages, or
+    many clients polling the same page, send the same strings again); a string that
+    fails is not remembered and fails again with the same error."""
+    args = text_args(parse_qs_bytes(raw, keep_blank_values=True))
+    query, limit, cursor = parse(args)
+    return MappingProxyType(args), query, limit, cursor, binding(query.key(), query.format)
+
+
 class LineupPage:
     """One page of /v1/lineups for a buyer, rendered (runs on the executor)."""
 
-    def __init__(self, handler: "LineupsHandler", args: dict[str, list[str]]):
+    def __init__(self, handler: "LineupsHandler"):
         self.deps = handler.deps
         self.buyer_id = handler.buyer_id
         self.entitled = handler.entitled
-        self.args = args
-        self.query, self.limit, self.cursor = parse(args)
+        self.args, self.query, self.limit, self.cursor, self.bound_to = parse_page_query(handler.request.query)
         self.format = self.query.format
-        self.bound_to = binding(self.query.key(), self.format)
 
     def from_cache(self) -> tuple[bytes, str | None] | None:
         """The page when the query's sorted rows are cached (no store, no merge: fit
@@ -93,7 +106,7 @@ class LineupsHandler(BaseHandler):
     """GET /v1/lineups: the buyer's lineup records, JSON or CSV, a page at a time."""
 
     async def get(self) -> None:
-        page = LineupPage(self, self.query_args())
+        page = LineupPage(self)
         body, cursor = page.from_cache() or await self.read(page)
         if page.format != "csv":
             return self.send_json(body)

@@ -251,14 +251,22 @@ class Admissions:
         self._size = size
         self._known: dict[str, tuple[Hashable, Admission]] = {}
 
-    def cached(self, key: str) -> Admission | None:
-        """The admission of `key` when it is remembered and the store has not changed
-        since; else None (then call `admit`). Never blocks on the store."""
-        hit = self._known.get(hash_key(key))
+    @property
+    def stamp(self) -> Callable[[], Hashable | None]:
+        """The store's change stamp that admissions are checked against."""
+        return self._stamp
+
+    def cached(self, key: str, key_hash: str | None = None, stamp: Callable[[], Hashable | None] | None = None) -> Admission | None:
+        """The admission of `key` (whose `hash_key` the caller may pass when it has
+        it) when it is remembered and the store has not changed since; else None
+        (then call `admit`). Never blocks on the store. `stamp` reads the store's
+        change stamp in the caller's way (the API's event loop reads it once per
+        turn: `api.base.TurnStamp`); `self.stamp` when not given."""
+        hit = self._known.get(key_hash or hash_key(key))
         if hit is None:
             return None
-        stamp = self._stamp()
-        return hit[1] if stamp is not None and stamp == hit[0] else None
+        now = (stamp or self._stamp)()
+        return hit[1] if now is not None and now == hit[0] else None
 
     def admit(self, connection: Connection, key: str | None) -> Admission:
         """`admit(connection, key)`, remembered when the store has a stamp."""

@@ -4,10 +4,12 @@ subscriptions is still seen by the very next request."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 
 from sqlalchemy import create_engine
 
+from api.base import TurnStamp
 from store import accounts
 from store.changes import change_stamp
 from store.db import transaction
@@ -88,3 +90,40 @@ def test_the_sqlite_stamp_moves_with_every_commit_of_another_connection(tmp_path
 def test_stores_without_a_stamp_say_so():
     assert change_stamp(create_engine("sqlite://"))() is None
     assert change_stamp(create_engine("postgresql+psycopg://u@127.0.0.1:1/x"))() is None
+
+
+def test_the_event_loop_reads_the_stamp_once_per_turn():
+    reads = []
+
+    def stamp():
+        reads.append(1)
+        return len(reads)
+
+    turn_stamp = TurnStamp(stamp)
+
+    async def requests_over_three_turns():
+        seen = []
+        for _ in range(3):
+            seen.append([turn_stamp() for _ in range(4)])  # four requests admitted in one turn
+            await asyncio.sleep(0)  # the loop turns
+        return seen
+
+    assert asyncio.run(requests_over_three_turns()) == [[1] * 4, [2] * 4, [3] * 4]
+    assert len(reads) == 3
+
+
+def test_a_key_revoked_between_two_turns_is_refused_in_the_second(sessions, fresh_tiny):
+    stamp = [1]
+    admissions = accounts.Admissions(lambda: stamp[0])
+    turn_stamp = TurnStamp(admissions.stamp)
+    with sessions() as session:
+        admitted = admissions.admit(session.connection(), fresh_tiny["key"])
+
+    async def two_turns():
+        first = admissions.cached(fresh_tiny["key"], stamp=turn_stamp)
+        stamp[0] = 2  # a commit of another process (the key revoked)
+        same_turn = admissions.cached(fresh_tiny["key"], stamp=turn_stamp)
+        await asyncio.sleep(0)
+        return first, same_turn, admissions.cached(fresh_tiny["key"], stamp=turn_stamp)
+
+    assert asyncio.run(two_turns()) == (admitted, admitted, None)

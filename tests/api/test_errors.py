@@ -4,10 +4,12 @@ methods, request ids, unexpected failures, and logs that never hold a key."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 import pytest
 
+from api.base import RequestIds
 from tests.api.conftest import assert_error
 
 
@@ -132,3 +134,18 @@ def test_healthz_fails_when_the_store_does_not_answer(make_api, tmp_path):
     response = api.get("/healthz", key=None)
     assert_error(response, 500, "INTERNAL_ERROR")
     assert response.headers["X-Request-Id"] in response.json()["error"]["message"]
+
+
+def test_request_ids_of_a_forked_server_process_are_its_own():
+    ids = RequestIds()
+    parent = [ids(), ids()]
+    assert parent[0] != parent[1] and parent[0][:16] == parent[1][:16]
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # a worker of `lineups serve --processes N`
+        os.write(writer, ids().encode())
+        os._exit(0)
+    os.waitpid(child, 0)
+    child_id = os.read(reader, 64).decode()
+    assert len(child_id) == 32 and int(child_id, 16) >= 0
+    assert child_id[:16] != parent[0][:16]
