@@ -126,7 +126,8 @@ METHOD = """\
   whole feed and sorting).
 - **API page**: `lineups serve` on a free 127.0.0.1 port (one process,
   `LINEUPS_RATE_LIMIT` raised so the load is not refused). The bench walks the first
-  pages of `/v1/lineups?limit=100` (the first request merges the store), then `wrk`
+  pages of `/v1/lineups?limit=100` (the first request, made as soon as the server
+  answers `/healthz`, waits for the start-up warming to load and merge the store), then `wrk`
   (1 thread, 32 connections, a Lua script setting `X-API-Key`, bounded in time and
   requests) requests those cursored pages round robin. The ceiling is a bare Tornado
   handler in its own process (`bench/ceiling.py`) returning a pre-serialised body of
@@ -148,7 +149,8 @@ METHOD = """\
   run once per run (`bench/explorer_figures.py`), each time against a fresh
   `python -m explorer` over the default demo data (5,000 records, SQLite) in headless
   Debian Chromium: *first view* is from submitting the sign-in form to the first table
-  rows on screen, cold on the first sign-in of the fresh server (empty merge cache and
+  rows on screen, cold on the first sign-in, a few seconds after the server started
+  (a fresh process, which warms the demo buyer's merged view at start, and an empty
   browser cache), warm on a later one; *filter change* is from changing a filter (port,
   commodity, latest, merge mode twice) to the new row count on screen.
 """

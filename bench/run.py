@@ -117,8 +117,9 @@ def measure(cfg: Config, folder: Path) -> tuple[list[Figure], tuple | None]:
     del service
     with server_figures.start_service(dataset, folder) as server:
         warm = step("warming the server", server_figures.warm_pages, server, dataset.api_key, cfg.pages)
-        figures.append(Figure("api.first_query", "API page", "first /v1/lineups request of the server "
-                              "(load and merge the store)", "s", [warm.first_query_s]))
+        figures.append(Figure("api.first_query", "API page", "first /v1/lineups request of the server, as soon as "
+                              "it answers /healthz (waits for its start-up warming to load and merge the store)",
+                              "s", [warm.first_query_s]))
         api, ceiling, loads = step("API load", server_figures.api_figures, server, dataset.api_key, warm, folder,
                                    cfg.runs, cfg.load_seconds, cfg.connections)
         figures += api

@@ -215,6 +215,8 @@ class ServerApp:
     """What one server process serves."""
 
     app: "Application"
+    #: The process's merge caches (`store.lineups.LineupService`), warmed at start.
+    lineups: object = None
     services: list[Service] = dataclasses.field(default_factory=list)
 
 
@@ -249,7 +251,7 @@ def make_server_app(
         settings, sessions, service, limiter=limiter, executor=executor, reads=reads,
         extra_routes=lambda deps: explorer.routes(),
     )
-    return ServerApp(app, [explorer])
+    return ServerApp(app, service, [explorer])
 
 
 def run_worker(settings: Settings, sockets: list, index: int, supervised: bool = False) -> None:
@@ -261,6 +263,7 @@ def run_worker(settings: Settings, sockets: list, index: int, supervised: bool =
 async def _serve(settings: Settings, sockets: list, index: int, supervised: bool) -> None:
     from api.server import DrainingServer
     from store.db import Reads, engine_for, make_sessionmaker, replica_engines_for
+    from store.lineups import warm_up
 
     engine = engine_for(settings)
     replicas = replica_engines_for(settings)
@@ -276,6 +279,9 @@ async def _serve(settings: Settings, sockets: list, index: int, supervised: bool
     limits = "shared in Redis" if settings.redis_url else "per process"
     where = f"; reads from replica {reads.describe()}" if replicas else ""
     log.info("Worker %d serving (rate limit %d/min %s%s)", index, settings.rate_limit, limits, where)
+    # The first requests after a start find their rows merged (on a worker thread,
+    # reading where the API's pure reads go; requests are served meanwhile).
+    executor.submit(warm_up, served.lineups, reads.run, settings.warm_buyers)
 
     await _stop_requested(supervised)
     log.info("Worker %d stopping: no new connections; finishing %d request(s) in flight", index, server.in_flight)

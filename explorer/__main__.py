@@ -16,8 +16,8 @@ from tornado.web import Application, RedirectHandler
 
 from explorer.app import ExplorerApp, origins_for
 from explorer.session import ExplorerContext
-from store.db import engine_for, make_sessionmaker, open_store
-from store.lineups import LineupService
+from store.db import Reads, engine_for, make_sessionmaker, open_store
+from store.lineups import LineupService, warm_up
 from store.settings import Settings, SettingsError
 
 
@@ -42,9 +42,11 @@ async def serve(args: argparse.Namespace) -> None:
     server = HTTPServer(app)
     server.listen(args.port, args.host)
     explorer.start()
+    # The first sign-ins after a start find their buyers' rows merged.
+    loop = asyncio.get_running_loop()
+    loop.run_in_executor(None, warm_up, context.service, Reads(context.sessions).run, settings.warm_buyers)
     print(f"Serving the explorer at {settings.base_url}/explorer (Ctrl+C stops)", flush=True)
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     try:

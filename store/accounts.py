@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable, Hashable, Sequence
 
-from sqlalchemy import Connection, and_, bindparam, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from store.db import ReplicaBehind, is_replica
@@ -169,6 +169,27 @@ def entitled_feeds(session: Session, buyer_id: str) -> list[FeedVersion]:
         .order_by(Feed.name)
     )
     return [FeedVersion(*row) for row in rows]
+
+
+def recently_active_buyers(session: Session, limit: int) -> list[str]:
+    """Up to `limit` active buyers with at least one active or trial subscription,
+    those whose keys were used most recently first (never-used keys last, then by
+    name): the buyers most likely to ask again first after a restart."""
+    last_use = func.max(ApiKey.last_used_at)
+    entitled = (
+        select(Subscription.buyer_id)
+        .where(Subscription.buyer_id == Buyer.id, Subscription.status.in_(ENTITLED))
+        .exists()
+    )
+    rows = session.execute(
+        select(Buyer.id)
+        .outerjoin(ApiKey, and_(ApiKey.buyer_id == Buyer.id, ApiKey.revoked_at.is_(None)))
+        .where(Buyer.status == "active", entitled)
+        .group_by(Buyer.id, Buyer.name)
+        .order_by(last_use.desc().nulls_last(), Buyer.name)
+        .limit(limit)
+    )
+    return list(rows.scalars())
 
 
 def feed_versions_in(session: Session, feeds: Sequence[FeedVersion]) -> tuple[FeedVersion, ...]:

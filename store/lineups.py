@@ -20,10 +20,12 @@ subscription change is seen by the very next request, in every server process.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Hashable, Sequence
+from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -42,6 +44,7 @@ from store.schema import Feed
 #: How many past record changes of a feed are remembered for bringing merged results
 #: up to date; a result older than that is merged afresh.
 CHANGE_LOG = 32
+log = logging.getLogger("lineups.store")
 
 Versions = tuple[tuple[str, int], ...]
 
@@ -242,6 +245,24 @@ class LineupService:
             raise NotFound(f"No lineup row with id {row_id}")
         return result
 
+    def warm(self, session: Session, buyer_ids: Sequence[str]) -> int:
+        """Make, ahead of their first request, the default view of each of
+        `buyer_ids` (all their feeds, merged, C3 order: the first /v1/lineups page and
+        the explorer's first view), loading each feed once for all of them. Stops
+        when the merge cache is full, so that warming never evicts what it made.
+        Returns how many distinct sets of feeds were merged."""
+        merged: set = set()
+        for buyer_id in buyer_ids:
+            feeds = accounts.entitled_feeds(session, buyer_id)
+            if not feeds:
+                continue
+            versions = _versions(feeds)
+            if versions not in merged and len(merged) >= self._merged.size:
+                break
+            merged.add(versions)
+            self.select(session, buyer_id, LineupQuery(), feeds)
+        return len(merged)
+
     # ------------------------------------------------------------ caches
     def _parts(self, session: Session, feeds: Sequence[FeedVersion]) -> list[pd.DataFrame]:
         return [part.frame for part in self._feed_parts(session, feeds)]
@@ -296,3 +317,27 @@ class LineupService:
         self._merged.pop((old.versions, old.mode))
         for key in [k for k in self._selections.items if k[0] == old.versions]:
             self._selections.pop(key)
+
+
+def warm_up(service: LineupService, read: Callable[..., Any], buyers: int) -> None:
+    """`service.warm` for the `buyers` most recently active buyers (0: nothing), run
+    as `read(work)` (a transaction of the caller's: the primary or a read replica).
+    For a server that has just started: its first requests then find their rows
+    merged instead of loading the store. Logs what it did; a failure is logged and
+    changes nothing (requests load what they need, as without warming)."""
+    if buyers <= 0:
+        return
+    started = time.perf_counter()
+    try:
+        def work(session: Session) -> tuple[int, int]:
+            chosen = accounts.recently_active_buyers(session, buyers)
+            return len(chosen), service.warm(session, chosen)
+
+        chosen, views = read(work)
+    except Exception:  # noqa: BLE001 - warming is an optimisation; requests still work
+        log.warning("Could not warm the lineup caches; the first requests will load the store", exc_info=True)
+        return
+    log.info(
+        "Lineup caches warmed in %.1f s: default views of %d buyer(s), %d set(s) of feeds",
+        time.perf_counter() - started, chosen, views,
+    )

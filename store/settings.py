@@ -47,6 +47,9 @@ class Settings:
     trust_proxy: bool = False
     share_ceiling: int = 100_000
     statement_timeout_ms: int = 30_000
+    #: At start, each server process merges the default view of this many of the most
+    #: recently active buyers in the background (`store.lineups.warm_up`); 0: none.
+    warm_buyers: int = 8
 
     @classmethod
     def load(cls, env: os._Environ | dict | None = None, **overrides) -> "Settings":
@@ -62,6 +65,7 @@ class Settings:
             "rate_limit": int(env.get("LINEUPS_RATE_LIMIT") or cls.rate_limit),
             "trust_proxy": (env.get("LINEUPS_TRUST_PROXY") or "").strip().lower() in ("1", "true", "yes"),
             "share_ceiling": int(env.get("LINEUPS_SHARE_CEILING") or cls.share_ceiling),
+            "warm_buyers": int(env.get("LINEUPS_WARM_BUYERS") or cls.warm_buyers),
         }
         values["secrets"] = _listed(env.get("LINEUPS_SECRET"))
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from store import accounts, columns, commodities, demo, ingest, remerge, validate
 from store.db import transaction
-from store.lineups import LineupService
+from store.lineups import LineupService, warm_up
 from store.merge import merge
 from store.query import LineupQuery
 from store.records import load_records
@@ -228,3 +228,37 @@ def test_selections_of_the_new_versions_hold_the_ingested_rows(sessions, visible
         latest = service.merged(session, service.feeds_for(session, buyer_id, None), "all")
     assert len(after) == len(latest) == len(before) + 1  # a call of its own
     assert after.rows["combined_date"].dropna().iloc[-1] == pd.Timestamp("2031-01-01T00:00:00Z")
+
+
+def test_warming_makes_each_buyers_default_view_and_stops_when_the_cache_is_full(sessions, visible_demo):
+    buyer_id = visible_demo["buyer_id"]
+    with transaction(sessions) as session:
+        entitled = accounts.entitled_feeds(session, buyer_id)
+        others = [accounts.add_buyer(session, f"Buyer of one feed {i}") for i in range(2)]
+        for other, feed in zip(others, entitled):  # two other sets of feeds
+            accounts.set_subscription(session, other, session.get(Feed, feed.id), "active")
+        other_ids = [o.id for o in others]
+    service = LineupService(merged_entries=2)
+    assert service.cached(entitled, LineupQuery()) is None
+
+    def read(work):
+        with transaction(sessions) as session:
+            return work(session)
+
+    with transaction(sessions) as session:
+        assert service.warm(session, [buyer_id, *other_ids]) == 2  # the third set would evict the first
+        first_other = accounts.entitled_feeds(session, other_ids[0])
+        second_other = accounts.entitled_feeds(session, other_ids[1])
+    warmed = service.cached(entitled, LineupQuery())
+    assert warmed is not None and len(warmed) > 0
+    assert service.cached(first_other, LineupQuery(format="csv")) is not None  # CSV pages share the rows
+    assert service.cached(second_other, LineupQuery()) is None
+    with transaction(sessions) as session:  # the same rows as a request that merges them itself
+        fresh = LineupService().select(session, buyer_id, LineupQuery(), entitled)
+    assert warmed.rows["id"].tolist() == fresh.rows["id"].tolist()
+
+    cold = LineupService()
+    warm_up(cold, read, 0)  # 0: nothing
+    assert cold.cached(entitled, LineupQuery()) is None
+    warm_up(cold, read, 8)
+    assert cold.cached(entitled, LineupQuery()) is not None
