@@ -82,8 +82,13 @@ class LineupPage:
     def render(self, selection) -> tuple[bytes, str | None]:
         """The body of this page of `selection` and the next page's cursor. A page
         served before (same result, query, cursor and limit) reuses its row range and
-        next cursor: only cursors that were read and checked once are remembered."""
+        next cursor: only cursors that were read and checked once are remembered; a
+        page served twice keeps its body (`RowCache.keep_body`) and is sent as it is
+        from then on."""
         page = (self.bound_to, self.cursor, self.limit)
+        kept = self.deps.rows.body(selection.rows, page)
+        if kept is not None:
+            return kept
         found = self.deps.rows.position(selection.rows, page)
         if found is None:
             start, stop, position = pipeline.page_range(selection.sort_keys, self.after(), self.limit)
@@ -92,9 +97,10 @@ class LineupPage:
         else:
             start, stop, cursor = found
         encoded = self.deps.rows.rows(selection.rows, start, stop, self.format)
-        if self.format == "csv":
-            return render.csv_body(encoded), cursor
-        return render.json_body(encoded, cursor), cursor
+        body = render.csv_body(encoded) if self.format == "csv" else render.json_body(encoded, cursor)
+        if found is not None:
+            self.deps.rows.keep_body(selection.rows, page, body, cursor)
+        return body, cursor
 
     def next_url(self, base_url: str, cursor: str) -> str:
         """The URL of the next page: these arguments with the new cursor."""

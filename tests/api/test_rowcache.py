@@ -49,3 +49,19 @@ def test_the_cache_stays_within_its_budget_and_knows_its_frames(monkeypatch):
 def test_a_non_range_index_is_rendered_directly():
     frame = result(5).set_index(pd.Index([10, 11, 12, 13, 14]))
     assert RowCache().page(frame, frame.iloc[1:3], "csv") == render.csv_lines(frame.iloc[1:3])
+
+
+def test_page_bodies_are_kept_per_frame_within_their_budget():
+    cache = RowCache(max_body_bytes=25)
+    frame, equal = result(10), result(10)
+    cache.keep_body(frame, ("query", None, 10), b"0123456789", "next")
+    assert cache.body(frame, ("query", None, 10)) == (b"0123456789", "next")
+    assert cache.body(frame, ("query", "next", 10)) is None  # another page
+    assert cache.body(equal, ("query", None, 10)) is None  # another result, however equal
+    cache.keep_body(frame, ("query", "a", 10), b"a" * 10, "b")
+    assert cache.body(frame, ("query", None, 10)) is not None  # the first is now the newer one
+    cache.keep_body(frame, ("query", "b", 10), b"b" * 10, "c")  # 30 bytes > 25: the oldest leaves
+    assert cache.body(frame, ("query", "a", 10)) is None
+    assert cache.body(frame, ("query", None, 10)) is not None and cache.body(frame, ("query", "b", 10)) is not None
+    cache.keep_body(frame, ("query", "huge", 10), b"x" * 26, None)  # larger than the budget: not kept
+    assert cache.body(frame, ("query", "huge", 10)) is None and cache._body_size == 20
