@@ -37,27 +37,23 @@ the rest: the ids' text made only for rows served (most rows of a result are nev
 a page), or a faster machine."""
 
 _API = """\
-Profile (cProfile and py-spy on the server, the load running): the event loop does
-all the work of a warm page, ~330 µs of CPU a request against the ceiling's ~170 µs
-(on a shared machine, 2026-11-23, both doubled: ~650 µs against ~335 µs). Tornado's
-own request handling and the 100 KB write are the same as the ceiling's; on top of it
-(py-spy, share of all samples): answering the page from the cached selection 8%
-(reading the query 3%, the key's admission check 3%, the JSON join of the page's
-cached rows 2%), the access log 5% (was ~20% of the handler's time). Done here: one
-Core query for key, buyer and entitled feeds with their data versions; admissions
-remembered while SQLite's `PRAGMA data_version` says the store is unchanged, so a warm
-request never leaves the event loop; warm pages answered on the loop from the cached
-selection, each page's row range and next cursor kept; the access log made cheaper
-(its record made without `Logger.log`'s search of the call stack, its time text
-formatted once a second by `cli.logs.SecondFormatter`, paths without `_`, `.` or a
-share prefix not run through the three redaction patterns). What would fix the rest:
-keeping each warm page's finished body (not only its rows) with the page position,
-parsing a query string once per distinct string, and `--processes N` (one event loop
-per core). In the two runs of 17:42 and
-17:59 UTC, with the machine at about half its morning speed, the rate came to 0.48× of
-the ceiling (0.52× at 14:52); nothing on the warm path changed in between (the pages
-are the cached rows' bytes, whatever the dtypes of the result), and it is not yet
-profiled whether the slower machine or something else moved the ratio."""
+Profile (py-spy on the server, the load running, 2026-11-24): the event loop does all
+the work of a warm page. Tornado's own request handling and the 100 KB write are the
+same as the ceiling's; on top of it, before the changes of 2026-11-24: the JSON join of
+the page 4% (the rows were joined, then the body around them: two fresh ~100 KB
+allocations, ten times the time of one join of all the pieces), SQLite's `PRAGMA
+data_version` read for every request 4.5%, reading and validating the query string 3%,
+the access log 6%, `uuid4` for the request id 2%. Done on 2026-11-24: one join of every
+piece of the body; each distinct query string parsed once (`api.handlers.
+parse_page_query`); the change stamp read once per turn of the event loop
+(`api.base.TurnStamp`); request ids from a per-process random prefix and a counter;
+a page served twice keeps its finished body (`api.rowcache.RowCache.keep_body`). With
+those, 0.54-0.61x of the ceiling on the 1,000,000-record store in separate runs, from
+0.44x in the run of 18:37 UTC. Earlier (2026-11-23): one Core query for key, buyer and entitled
+feeds; admissions remembered while the store is unchanged, so a warm request never
+leaves the event loop; warm pages answered on the loop from the cached selection; the
+access log made cheaper. What would still help: the access log buffered and written
+in batches, and `--processes N` (one event loop per core)."""
 
 _EXPORT_FIRST = """\
 The CSV writer (`store.csvtext`, in Arrow) takes categorical columns as they are: each
@@ -102,6 +98,23 @@ FINDINGS: dict[str, str] = {
     "explorer.first_view": _EXPLORER,
     "explorer.filter_max": _EXPLORER,
 }
+
+#: Earlier full runs (1,000,000 records), kept by hand: the figures move with this shared
+#: machine's speed as much as with the code, and the reference columns show how much.
+HISTORY = """\
+This machine's speed changes through the day: the bare `sqlite3` executemany of the
+ingest reference wrote 128,422 rows/s at 14:52 UTC on 2026-11-23, 67,818 at 17:59 the
+same day and 185,000-195,000 on 2026-11-24. Targets that are absolute (ingest, merge, exports,
+the explorer) can miss in a slow hour that the code meets in a normal one; the ratios
+to the same run's reference say more than the figures alone.
+
+| run (UTC) | bare executemany | ingest | cold merge (pandas baseline) | warm pages × ceiling | whole export (first) | 100k share link (first) | explorer first view, cold | what changed before it |
+|---|--:|--:|--:|--:|--:|--:|--:|---|
+| 2026-11-23 14:52 | 128,422 | 44,454 | 1.249 s (3.9 s) | 0.52× | 221k (140k) | 155k (97k) | 3.6 s | CSV writer in Arrow, one per process |
+| 2026-11-23 17:59 | 67,818 | 33,503 | 1.311 s (2.1 s) | 0.48× | 285k (199k) | 275k (162k) | 3.57 s | text as categoricals; Arrow CSV reader; plain Bokeh charts |
+| 2026-11-24 18:37 | 185,030 | 71,389 | 0.675 s (1.2 s) | 0.44× | 654k (408k) | 661k (404k) | 1.64 s | nothing (a faster hour) |
+| 2026-11-24 19:04 | 195,113 | 66,634 | 0.615 s (1.2 s) | 0.51× | 590k (355k) | 558k (294k) | 1.53 s | warm pages: one join, parsed query strings kept, stamp once per loop turn; warming at start |
+"""
 
 METHOD = """\
 - **Ingest** (`bench/ingest_bench.py`): a feed CSV shaped like the demo feeds (real

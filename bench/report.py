@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from figures import Figure, Target  # noqa: E402
-from findings import FINDINGS, METHOD  # noqa: E402
+from findings import FINDINGS, HISTORY, METHOD  # noqa: E402
 from load import LoadResult  # noqa: E402
 
 
@@ -146,6 +146,7 @@ def write_report(out: Path, figures: list[Figure], run: dict, loads: tuple[list,
         findings.setdefault(FINDINGS.get(figure.id, "Not profiled yet."), []).append(figure.label)
     for finding, labels in findings.items():
         lines += [f"### {'; '.join(labels)}", "", finding, ""]
+    lines += ["## Earlier runs", "", HISTORY, ""]
     lines += ["## How it measures", "", METHOD, ""]
     out.write_text("\n".join(lines), encoding="utf-8")
     raw.write_text(json.dumps({"run": run, "figures": [f.as_dict() for f in figures]}, indent=1, default=str) + "\n")
