@@ -112,7 +112,7 @@ to the same run's reference say more than the figures alone.
 |---|--:|--:|--:|--:|--:|--:|--:|---|
 | 2026-11-23 14:52 | 128,422 | 44,454 | 1.249 s (3.9 s) | 0.52× | 221k (140k) | 155k (97k) | 3.6 s | CSV writer in Arrow, one per process |
 | 2026-11-23 17:59 | 67,818 | 33,503 | 1.311 s (2.1 s) | 0.48× | 285k (199k) | 275k (162k) | 3.57 s | text as categoricals; Arrow CSV reader; plain Bokeh charts |
-| 2026-11-24 18:37 | 185,030 | 71,389 | 0.675 s (1.2 s) | 0.44× | 654k (408k) | 661k (404k) | 1.64 s | nothing (a faster hour) |
+| 2026-11-24 18:37 | 185,030 | 71,389 | 0.675 s (1.0 s) | 0.44× | 654k (408k) | 661k (404k) | 1.64 s | nothing (a faster hour) |
 | 2026-11-24 19:04 | 195,113 | 66,634 | 0.615 s (1.2 s) | 0.51× | 590k (355k) | 558k (294k) | 1.53 s | warm pages: one join, parsed query strings kept, stamp once per loop turn; warming at start |
 """
 
