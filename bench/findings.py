@@ -104,7 +104,7 @@ FINDINGS: dict[str, str] = {
 HISTORY = """\
 This machine's speed changes through the day: the bare `sqlite3` executemany of the
 ingest reference wrote 128,422 rows/s at 14:52 UTC on 2026-11-23, 67,818 at 17:59 the
-same day and 185,000-195,000 on 2026-11-24. Targets that are absolute (ingest, merge, exports,
+same day and 185,000-197,000 on 2026-11-24. Targets that are absolute (ingest, merge, exports,
 the explorer) can miss in a slow hour that the code meets in a normal one; the ratios
 to the same run's reference say more than the figures alone.
 
@@ -114,6 +114,7 @@ to the same run's reference say more than the figures alone.
 | 2026-11-23 17:59 | 67,818 | 33,503 | 1.311 s (2.1 s) | 0.48× | 285k (199k) | 275k (162k) | 3.57 s | text as categoricals; Arrow CSV reader; plain Bokeh charts |
 | 2026-11-24 18:37 | 185,030 | 71,389 | 0.675 s (1.0 s) | 0.44× | 654k (408k) | 661k (404k) | 1.64 s | nothing (a faster hour) |
 | 2026-11-24 19:04 | 195,113 | 66,634 | 0.615 s (1.2 s) | 0.51× | 590k (355k) | 558k (294k) | 1.53 s | warm pages: one join, parsed query strings kept, stamp once per loop turn; warming at start |
+| 2026-11-24 19:18 | 197,125 | 74,538 | 0.612 s (1.2 s) | 0.55× | 661k (395k) | 596k (394k) | 1.47 s | a page served twice keeps its body |
 """
 
 METHOD = """\
