@@ -28,6 +28,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol
 
@@ -281,9 +282,11 @@ async def _serve(settings: Settings, sockets: list, index: int, supervised: bool
     log.info("Worker %d serving (rate limit %d/min %s%s)", index, settings.rate_limit, limits, where)
     # The first requests after a start find their rows merged (on a worker thread,
     # reading where the API's pure reads go; requests are served meanwhile).
-    executor.submit(warm_up, served.lineups, reads.run, settings.warm_buyers)
+    stopping = threading.Event()
+    executor.submit(warm_up, served.lineups, reads.run, settings.warm_buyers, stopping.is_set)
 
     await _stop_requested(supervised)
+    stopping.set()
     log.info("Worker %d stopping: no new connections; finishing %d request(s) in flight", index, server.in_flight)
     await server.drain(SHUTDOWN_GRACE)
     for service in reversed(served.services):

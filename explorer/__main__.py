@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import logging
 import signal
+import threading
 
 from tornado.httpserver import HTTPServer
 from tornado.web import Application, RedirectHandler
@@ -43,8 +44,8 @@ async def serve(args: argparse.Namespace) -> None:
     server.listen(args.port, args.host)
     explorer.start()
     # The first sign-ins after a start find their buyers' rows merged.
-    loop = asyncio.get_running_loop()
-    loop.run_in_executor(None, warm_up, context.service, Reads(context.sessions).run, settings.warm_buyers)
+    loop, stopping = asyncio.get_running_loop(), threading.Event()
+    loop.run_in_executor(None, warm_up, context.service, Reads(context.sessions).run, settings.warm_buyers, stopping.is_set)
     print(f"Serving the explorer at {settings.base_url}/explorer (Ctrl+C stops)", flush=True)
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -52,6 +53,7 @@ async def serve(args: argparse.Namespace) -> None:
     try:
         await stop.wait()
     finally:
+        stopping.set()
         server.stop()
         explorer.stop()
         engine.dispose()

@@ -245,14 +245,17 @@ class LineupService:
             raise NotFound(f"No lineup row with id {row_id}")
         return result
 
-    def warm(self, session: Session, buyer_ids: Sequence[str]) -> int:
+    def warm(self, session: Session, buyer_ids: Sequence[str], stopping: Callable[[], bool] = lambda: False) -> int:
         """Make, ahead of their first request, the default view of each of
         `buyer_ids` (all their feeds, merged, C3 order: the first /v1/lineups page and
         the explorer's first view), loading each feed once for all of them. Stops
-        when the merge cache is full, so that warming never evicts what it made.
+        when the merge cache is full, so that warming never evicts what it made, and
+        before the next buyer once `stopping()` is true (a server shutting down).
         Returns how many distinct sets of feeds were merged."""
         merged: set = set()
         for buyer_id in buyer_ids:
+            if stopping():
+                break
             feeds = accounts.entitled_feeds(session, buyer_id)
             if not feeds:
                 continue
@@ -319,23 +322,32 @@ class LineupService:
             self._selections.pop(key)
 
 
-def warm_up(service: LineupService, read: Callable[..., Any], buyers: int) -> None:
+def warm_up(
+    service: LineupService, read: Callable[..., Any], buyers: int, stopping: Callable[[], bool] = lambda: False
+) -> None:
     """`service.warm` for the `buyers` most recently active buyers (0: nothing), run
     as `read(work)` (a transaction of the caller's: the primary or a read replica).
     For a server that has just started: its first requests then find their rows
     merged instead of loading the store. Logs what it did; a failure is logged and
-    changes nothing (requests load what they need, as without warming)."""
+    changes nothing (requests load what they need, as without warming). A server
+    that stops meanwhile sets `stopping`: warming ends after the buyer in hand."""
     if buyers <= 0:
         return
     started = time.perf_counter()
     try:
         def work(session: Session) -> tuple[int, int]:
             chosen = accounts.recently_active_buyers(session, buyers)
-            return len(chosen), service.warm(session, chosen)
+            return len(chosen), service.warm(session, chosen, stopping)
 
         chosen, views = read(work)
     except Exception:  # noqa: BLE001 - warming is an optimisation; requests still work
-        log.warning("Could not warm the lineup caches; the first requests will load the store", exc_info=True)
+        if stopping():  # the store was closed under it
+            log.info("Warming the lineup caches stopped with the server")
+        else:
+            log.warning("Could not warm the lineup caches; the first requests will load the store", exc_info=True)
+        return
+    if stopping():
+        log.info("Warming the lineup caches stopped with the server after %.1f s", time.perf_counter() - started)
         return
     log.info(
         "Lineup caches warmed in %.1f s: default views of %d buyer(s), %d set(s) of feeds",

@@ -259,6 +259,7 @@ def test_warming_makes_each_buyers_default_view_and_stops_when_the_cache_is_full
 
     cold = LineupService()
     warm_up(cold, read, 0)  # 0: nothing
+    warm_up(cold, read, 8, stopping=lambda: True)  # the server stopped before it began
     assert cold.cached(entitled, LineupQuery()) is None
     warm_up(cold, read, 8)
     assert cold.cached(entitled, LineupQuery()) is not None
