@@ -53,13 +53,7 @@ class RowCache:
         """What `remember` noted for the page `page` (a hashable description: query
         binding, cursor, limit) of `result`; None when nothing is noted. A warm page
         then skips reading and signing cursors and the keyset search."""
-        key = (id(result), page)
-        with self._lock:
-            hit = self._positions.get(key)
-            if hit is None or hit[0]() is not result:
-                return None
-            self._positions.move_to_end(key)
-            return hit[1]
+        return self._kept(self._positions, result, page)
 
     def remember(self, result: pd.DataFrame, page: tuple, value: object) -> None:
         """Note `value` (the page's row range and next cursor) for `position`."""
@@ -71,12 +65,17 @@ class RowCache:
     def body(self, result: pd.DataFrame, page: tuple) -> tuple[bytes, str | None] | None:
         """The body and next cursor kept by `keep_body` for the page `page` (as for
         `position`) of `result`; None when none is kept."""
+        return self._kept(self._bodies, result, page)
+
+    def _kept(self, table: OrderedDict, result: pd.DataFrame, page: tuple):
+        """What `table` (page positions or bodies) holds for `page` of `result`, made
+        the most recently used; None when nothing, or only another frame's."""
         key = (id(result), page)
         with self._lock:
-            hit = self._bodies.get(key)
+            hit = table.get(key)
             if hit is None or hit[0]() is not result:
                 return None
-            self._bodies.move_to_end(key)
+            table.move_to_end(key)
             return hit[1]
 
     def keep_body(self, result: pd.DataFrame, page: tuple, body: bytes, cursor: str | None) -> None:
