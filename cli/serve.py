@@ -46,6 +46,8 @@ from store.settings import Settings, SettingsError
 if TYPE_CHECKING:
     from tornado.web import Application
 
+    from store.lineups import LineupService
+
 log = logging.getLogger("lineups.server")
 DEMO_BUYER = "Demo Buyer"
 DEMO_RECORDS = 5000
@@ -216,8 +218,8 @@ class ServerApp:
     """What one server process serves."""
 
     app: "Application"
-    #: The process's merge caches (`store.lineups.LineupService`), warmed at start.
-    lineups: object = None
+    #: The process's merge caches, shared by the API and the explorer; warmed at start.
+    lineups: "LineupService | None" = None
     services: list[Service] = dataclasses.field(default_factory=list)
 
 
