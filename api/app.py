@@ -1,7 +1,8 @@
 """The API's application factory and route table (seed section 4, contract C5).
 
 `make_app` composes the Tornado application from its dependencies (settings, the
-sessionmaker, the lineup service, a rate limiter, an executor for blocking work) and
+sessionmaker, a rate limiter, an executor for blocking work; the buyers' lineups are
+read from the views kept in the store, `store.views.lineups.Lineups`) and
 hands them to every handler through `initialize()`. Routes:
 
     GET /v1/lineups                     lineup records, JSON or CSV (C3, C4, C9)
@@ -27,7 +28,10 @@ from typing import Any, Callable, Sequence
 from sqlalchemy.orm import Session, sessionmaker
 from tornado.web import Application, RequestHandler
 
-from api.base import BaseHandler, Dependencies, KeyTouches, NotFoundHandler, redact
+from api.base import CLIENT_CLOSED, BaseHandler, NotFoundHandler
+from api.dependencies import Dependencies
+from api.redaction import redact
+from api.exports import ExportLimits, ExportSlots
 from api.cursors import CursorCodec
 from api.handlers import (
     HealthHandler,
@@ -39,9 +43,7 @@ from api.handlers import (
 )
 from api.ratelimit import Limiter, MemoryLimiter
 from api.share import ShareHandler
-from api.rowcache import RowCache
-from store.db import Reads
-from store.lineups import LineupService
+from store.database.db import Reads
 from store.settings import Settings
 
 access_log = logging.getLogger("lineups.access")
@@ -71,7 +73,8 @@ def log_request(handler: RequestHandler) -> None:
     (`Logger.makeRecord` and `handle`: no search of the call stack for the caller's
     file and line, which `Logger.log` does and this line does not need)."""
     status = handler.get_status()
-    level = logging.INFO if status < 400 else logging.WARNING if status < 500 else logging.ERROR
+    # A client that went away (499) is no fault of the service: INFO (issue 16 item 2).
+    level = logging.INFO if status < 400 or status == CLIENT_CLOSED else logging.WARNING if status < 500 else logging.ERROR
     if not access_log.isEnabledFor(level):
         return
     request = handler.request
@@ -85,42 +88,41 @@ _ACCESS_FORMAT = "%s %s %d %.1fms %s"
 def make_dependencies(
     settings: Settings,
     sessions: sessionmaker[Session],
-    service: LineupService,
     limiter: Limiter | None = None,
     executor: Executor | None = None,
     reads: Reads | None = None,
+    export_limits: ExportLimits | None = None,
 ) -> Dependencies:
     """The handlers' dependencies with the C5 defaults for what is not given
-    (without `reads`, pure reads go to the primary through `sessions`)."""
+    (without `reads`, pure reads go to the primary through `sessions`;
+    `export_limits`: of streamed exports, `api.exports.ExportLimits()` by default)."""
     return Dependencies(
         settings=settings,
         sessions=sessions,
-        service=service,
         limiter=limiter or MemoryLimiter(),
         executor=executor or ThreadPoolExecutor(DEFAULT_WORKERS, thread_name_prefix="lineups-api"),
         cursors=CursorCodec(settings.signing_secrets()),
-        touches=KeyTouches(),
-        rows=RowCache(),
         reads=reads,
+        export_slots=ExportSlots(export_limits or ExportLimits()),
     )
 
 
 def make_app(
     settings: Settings,
     sessions: sessionmaker[Session],
-    service: LineupService,
     *,
     limiter: Limiter | None = None,
     executor: Executor | None = None,
     reads: Reads | None = None,
+    export_limits: ExportLimits | None = None,
     extra_routes: Callable[[Dependencies], Sequence[tuple]] | None = None,
     **app_settings: Any,
 ) -> Application:
     """The API application. `extra_routes(deps)` gives more routes (share links, the
     explorer), matched after the API's and before the catch-all 404, whose handlers
     can take the same dependencies; `reads` sends pure reads to read replicas
-    (`store.db.Reads`); `app_settings` go to Tornado."""
-    deps = make_dependencies(settings, sessions, service, limiter, executor, reads)
+    (`store.database.db.Reads`); `app_settings` go to Tornado."""
+    deps = make_dependencies(settings, sessions, limiter, executor, reads, export_limits)
     app = Application(
         [*api_routes(deps), *(extra_routes(deps) if extra_routes else ())],
         default_handler_class=NotFoundHandler,

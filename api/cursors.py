@@ -1,7 +1,7 @@
 """Signed, opaque pagination cursors (contract C4).
 
 A cursor carries the keyset position where the next page starts (the C3 sort values
-of the last row served, as `store.query.page` gives them) and a digest of what it
+of the last row served, as `store.views.query.page` gives them) and a digest of what it
 belongs to: the query's canonical filters, merge mode and output format. It is signed
 with itsdangerous under a salt of its own, so a cursor cannot be made up, altered, or
 used with another query: each of those is 400 VALIDATION_ERROR with details
@@ -13,9 +13,10 @@ secret roll-over and are valid on every server process.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from itsdangerous import BadSignature, URLSafeSerializer
@@ -23,6 +24,11 @@ from itsdangerous import BadSignature, URLSafeSerializer
 from store.errors import ValidationError
 
 SALT = "lineups.cursor.v1"
+#: The form of every cursor `CursorCodec.encode` makes: itsdangerous' URL-safe payload
+#: (a leading "." when compressed), a dot, and the base64url HMAC-SHA1 signature (27
+#: characters). The OpenAPI document gives it, so that a client or fuzzer knows that
+#: `cursor=0` is no cursor (issue 18.4); a cursor of this form may still be refused.
+CURSOR_PATTERN = r"^\.?[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{27}$"
 
 
 def canonical(value: Any) -> Any:
@@ -41,12 +47,59 @@ def canonical(value: Any) -> Any:
     return str(value)
 
 
-@functools.lru_cache(maxsize=4096)
+#: Bytes of query keys whose bindings are remembered, all together (issue 16 item 5:
+#: a client controls the length of its query strings, so the memory is bounded by
+#: bytes, not by a number of entries).
+BINDINGS_MAX_BYTES = 4 * 1024 * 1024
+#: A query key longer than this is never remembered (its digest is made each time).
+BINDING_MAX_KEY = 4096
+#: Bytes counted per remembered entry beyond its key (digest, dict and list slots).
+_ENTRY_BYTES = 200
+
+
+class _Bindings:
+    """`binding`'s memory: least recently used first out, within `max_bytes`."""
+
+    def __init__(self, max_bytes: int = BINDINGS_MAX_BYTES):
+        self.max_bytes = max_bytes
+        self.size = 0
+        self._kept: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> str | None:
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+            return found
+
+    def keep(self, key: tuple[str, str], digest: str) -> None:
+        cost = len(key[0]) + len(key[1]) + _ENTRY_BYTES
+        with self._lock:
+            if key in self._kept:
+                return
+            self._kept[key] = digest
+            self.size += cost
+            while self.size > self.max_bytes:
+                (old_key, old_format), _ = self._kept.popitem(last=False)
+                self.size -= len(old_key) + len(old_format) + _ENTRY_BYTES
+
+
+_BINDINGS = _Bindings()
+
+
 def binding(query_key: Any, output_format: str) -> str:
     """The digest a cursor is bound to: the query's canonical key and the format.
-    (Memoized: many requests ask it for the same query.)"""
+    (Remembered for short query keys, within `BINDINGS_MAX_BYTES`: many requests ask
+    it for the same query.)"""
+    remembered = isinstance(query_key, str) and len(query_key) <= BINDING_MAX_KEY
+    if remembered and (found := _BINDINGS.get((query_key, output_format))) is not None:
+        return found
     text = json.dumps([canonical(query_key), output_format], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+    if remembered:
+        _BINDINGS.keep((query_key, output_format), digest)
+    return digest
 
 
 class CursorCodec:

@@ -1,33 +1,33 @@
 """The API's endpoints (seed section 4): parse, call the store, render.
 
-Validation lives in `store.query.parse_query` (C5), the pipeline in
-`store.lineups.LineupService` (C2, C3), rendering in `api.render` (C1, C9), cursors in
-`api.cursors` (C4); auth, limits and errors in `api.base.BaseHandler`. Blocking work
-runs through `BaseHandler.run` on the executor; pure reads of data through
-`BaseHandler.read`, on a read replica when there is one.
+Validation lives in `store.views.query.parse_query` (C5), the pipeline in
+`store.views.lineups.Lineups` (C2, C3: SQL over the merged views kept in the
+database), rendering in `api.render` (C1, C9), cursors in `api.cursors` (C4); auth,
+limits and errors in `api.base.BaseHandler`. Blocking work runs on the executor
+(`BaseHandler.blocking`, `run`, `read`); pure reads go to a read replica when there
+is one.
 """
 
 from __future__ import annotations
 
-import functools
 import uuid
-from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlencode
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
-from tornado.httputil import parse_qs_bytes
 
 from api import render
-from api.base import BaseHandler, text_args
+from api.base import BaseHandler
 from api.cursors import binding
 from api.openapi import openapi_json
-from store import accounts, coverage, query as pipeline
-from store.accounts import FeedVersion
+from store.access import accounts
+from store.views import coverage, query as pipeline
+from store.access.accounts import FeedVersion
 from store.errors import ValidationError
-from store.feeds import feed_dict, is_uuid
-from store.taxonomy import default_taxonomy
+from store.intake.feeds import feed_dict, is_uuid
+from store.reference.taxonomy import default_taxonomy
+from store.views.lineups import visible_feeds
 
 #: C7: the fields of a source record, in this order.
 SOURCE_FIELDS = (
@@ -42,85 +42,30 @@ def parse(args: dict[str, list[str]]):
     return pipeline.parse_query(args, default_taxonomy().parse_filter)
 
 
-@functools.lru_cache(maxsize=4096)
-def parse_page_query(raw: str) -> tuple[Mapping[str, list[str]], pipeline.LineupQuery, int, str | None, str]:
-    """`(args, query, limit, cursor, binding)` of the raw query string of a
-    /v1/lineups request; raises ValidationError. Parsing is a pure function of the
-    string, so it is remembered per distinct string (a client walking pages, or
-    many clients polling the same page, send the same strings again); a string that
-    fails is not remembered and fails again with the same error."""
-    args = text_args(parse_qs_bytes(raw, keep_blank_values=True))
-    query, limit, cursor = parse(args)
-    return MappingProxyType(args), query, limit, cursor, binding(query.key(), query.format)
-
-
-class LineupPage:
-    """One page of /v1/lineups for a buyer, rendered (runs on the executor)."""
-
-    def __init__(self, handler: "LineupsHandler"):
-        self.deps = handler.deps
-        self.buyer_id = handler.buyer_id
-        self.entitled = handler.entitled
-        self.args, self.query, self.limit, self.cursor, self.bound_to = parse_page_query(handler.request.query)
-        self.format = self.query.format
-
-    def from_cache(self) -> tuple[bytes, str | None] | None:
-        """The page when the query's sorted rows are cached (no store, no merge: fit
-        for the event loop); None when `__call__` must run on the executor."""
-        selection = None if self.entitled is None else self.deps.service.cached(self.entitled, self.query)
-        return None if selection is None else self.render(selection)
-
-    def __call__(self, session: Session) -> tuple[bytes, str | None]:
-        self.after()  # a bad cursor is refused before any work
-        return self.render(self.deps.service.select(session, self.buyer_id, self.query, self.entitled))
-
-    def after(self) -> pipeline.Position | None:
-        """The keyset position in the cursor (C4); raises ValidationError for a cursor
-        that is not ours or belongs to another query."""
-        return self.deps.cursors.decode(self.cursor, self.bound_to) if self.cursor else None
-
-    def render(self, selection) -> tuple[bytes, str | None]:
-        """The body of this page of `selection` and the next page's cursor. A page
-        served before (same result, query, cursor and limit) reuses its row range and
-        next cursor: only cursors that were read and checked once are remembered; a
-        page served twice keeps its body (`RowCache.keep_body`) and is sent as it is
-        from then on."""
-        page = (self.bound_to, self.cursor, self.limit)
-        kept = self.deps.rows.body(selection.rows, page)
-        if kept is not None:
-            return kept
-        found = self.deps.rows.position(selection.rows, page)
-        if found is None:
-            start, stop, position = pipeline.page_range(selection.sort_keys, self.after(), self.limit)
-            cursor = None if position is None else self.deps.cursors.encode(position, self.bound_to)
-            self.deps.rows.remember(selection.rows, page, (start, stop, cursor))
-        else:
-            start, stop, cursor = found
-        encoded = self.deps.rows.rows(selection.rows, start, stop, self.format)
-        body = render.csv_body(encoded) if self.format == "csv" else render.json_body(encoded, cursor)
-        if found is not None:
-            self.deps.rows.keep_body(selection.rows, page, body, cursor)
-        return body, cursor
-
-    def next_url(self, base_url: str, cursor: str) -> str:
-        """The URL of the next page: these arguments with the new cursor."""
-        args = [(k, v) for k, values in self.args.items() if k != "cursor" for v in values]
-        return f"{base_url}/v1/lineups?{urlencode([*args, ('cursor', cursor)])}"
-
-
 class LineupsHandler(BaseHandler):
-    """GET /v1/lineups: the buyer's lineup records, JSON or CSV, a page at a time."""
+    """GET /v1/lineups: the buyer's lineup records, JSON or CSV, a page at a time:
+    parse → admit (`prepare`) → one SQL page of the kept views → render."""
 
     async def get(self) -> None:
-        page = LineupPage(self)
-        body, cursor = page.from_cache() or await self.read(page)
-        if page.format != "csv":
-            return self.send_json(body)
+        args = self.query_args()
+        query, limit, cursor = parse(args)
+        bound_to = binding(query.key(), query.format)
+        after = self.deps.cursors.decode(cursor, bound_to) if cursor else None  # C4: refused before any work
+        page = await self.blocking(self.deps.lineups.page, self.buyer_id, query, after, limit, self.entitled)
+        next_cursor = None if page.next is None else self.deps.cursors.encode(page.next, bound_to)
+        if query.format != "csv":
+            return self.send_json(render.json_page(page.rows, next_cursor))
         self.set_header("Content-Type", render.CSV_TYPE)
-        if cursor is not None:
-            self.set_header("X-Next-Cursor", cursor)
-            self.set_header("Link", f'<{page.next_url(self.deps.settings.base_url, cursor)}>; rel="next"')
-        self.finish(body)
+        if next_cursor is not None:
+            self.set_header("X-Next-Cursor", next_cursor)
+            self.set_header("Link", f'<{next_url(self.deps.settings.base_url, args, next_cursor)}>; rel="next"')
+        self.finish(render.csv_page(page.rows))
+
+
+def next_url(base_url: str, args: Mapping[str, list[str]], cursor: str) -> str:
+    """The URL of the next page: these arguments with the new cursor."""
+    pairs = [(k, v) for k, values in args.items() if k != "cursor" for v in values]
+    return f"{base_url}/v1/lineups?{urlencode([*pairs, ('cursor', cursor)])}"
 
 
 class ProvenanceHandler(BaseHandler):
@@ -132,7 +77,7 @@ class ProvenanceHandler(BaseHandler):
         args = self.query_args()
         self.only_params(args, PROVENANCE_PARAMS)
         query = parse(args)[0]
-        self.send_json(await self.read(self.deps.service.explain, self.buyer_id, row_id, query, self.entitled))
+        self.send_json(await self.blocking(self.deps.lineups.explain, self.buyer_id, row_id, query, self.entitled))
 
 
 class SourcesHandler(BaseHandler):
@@ -168,7 +113,7 @@ class SchemaHandler(BaseHandler):
         self.send_json(await self.read(self.feed_schema, source_id.lower()))
 
     def feed_schema(self, session: Session, source_id: str) -> dict[str, Any]:
-        (feed,) = self.deps.service.feeds_for(session, self.buyer_id, source_id, self.entitled)
+        (feed,) = visible_feeds(session, self.buyer_id, source_id, self.entitled)
         return coverage.feed_schema(session, feed)
 
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Any
 
-from store.coverage import NOT_NULL, field_type
+from api.cursors import CURSOR_PATTERN
+from store.views.coverage import NOT_NULL, field_type
+from store.access.links import TOKEN_CHARACTERS
 from store.fields import OPERATIONS, QUANTITY_UNITS, RECORD_FIELDS, VESSEL_STATUSES
-from store.taxonomy import default_taxonomy
+from store.reference.taxonomy import default_taxonomy
 
 ERROR_CODES = ("UNAUTHORIZED", "FORBIDDEN", "NOT_FOUND", "VALIDATION_ERROR", "RATE_LIMITED", "INTERNAL_ERROR")
 UNLOCODE_PATTERN = "^[A-Za-z]{2}[A-Za-z0-9]{3}$"
@@ -23,6 +26,12 @@ TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
 _REF = "#/components/"
 #: Free text parameters: an empty or blank value is 400 (C5).
 TEXT = {"type": "string", "pattern": r"\S"}
+
+
+def any_case(*words: str) -> str:
+    """A pattern matching exactly `words`, in any case: enumerations are read so."""
+    spelled = ("".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in word) for word in words)
+    return f"^({'|'.join(spelled)})$"
 
 
 def ref(kind: str, name: str) -> dict[str, str]:
@@ -54,7 +63,7 @@ def _field_schema(name: str) -> dict[str, Any]:
 def _record_schema() -> dict[str, Any]:
     return {
         "type": "object",
-        "description": "A lineup record (seed 2.1, contract C1); fields in this order, blanks null.",
+        "description": "A lineup record: fields in this order (also the CSV column order); blank values are null.",
         "required": list(RECORD_FIELDS),
         "additionalProperties": False,
         "properties": {name: _field_schema(name) for name in RECORD_FIELDS},
@@ -80,7 +89,7 @@ def _schemas() -> dict[str, Any]:
             "required": ["unlocode", "name", "country_name"],
             "properties": {"unlocode": text, "name": nullable(text), "country_name": nullable(text)},
         },
-        "Source": {
+        "Feed": {
             "type": "object",
             "required": [
                 "id", "name", "port_name", "port_unlocode", "ports", "frequency", "feed_type",
@@ -105,7 +114,7 @@ def _schemas() -> dict[str, Any]:
             "type": "object",
             "required": ["sources"],
             "additionalProperties": False,
-            "properties": {"sources": {"type": "array", "items": ref("schemas", "Source")}},
+            "properties": {"sources": {"type": "array", "items": ref("schemas", "Feed")}},
         },
         "SchemaField": {
             "type": "object",
@@ -144,7 +153,7 @@ def _schemas() -> dict[str, Any]:
         "Provenance": _provenance_schema(),
         "Error": {
             "type": "object",
-            "description": "The error body of the seed's section 7.",
+            "description": "The error body of every failure.",
             "required": ["error"],
             "additionalProperties": False,
             "properties": {
@@ -157,7 +166,7 @@ def _schemas() -> dict[str, Any]:
                         "message": text,
                         "details": nullable({
                             "type": "object",
-                            "description": "For VALIDATION_ERROR: the parameter and the reason (C5); "
+                            "description": "For VALIDATION_ERROR: the parameter and the reason; "
                             "a commodity name adds `suggestions`.",
                             "required": ["parameter", "reason"],
                             "properties": {
@@ -179,7 +188,7 @@ def _schemas() -> dict[str, Any]:
 
 
 def _provenance_schema() -> dict[str, Any]:
-    """`store.explain.explain`'s document (C2)."""
+    """`store.merging.explain.explain`'s document (C2)."""
     time = {"type": "string", "format": "date-time", "pattern": TIME_PATTERN}
     who = {"ref": {"type": "string"}, "source_id": {"type": "string", "format": "uuid"}}
     supplier = {"type": "object", "required": ["ref", "source_id"], "additionalProperties": False, "properties": who}
@@ -210,10 +219,10 @@ def _provenance_schema() -> dict[str, Any]:
 
     return {
         "type": "object",
-        "description": "How one merged row was made (C2): its records in C2.5 precedence (latest "
-        "update first), for every C1 field the merged value, the rule and the records that gave it, "
+        "description": "How one merged row was made: its records in order of precedence (latest "
+        "update first), for every field the merged value, the rule and the records that gave it, "
         "and the fields whose records disagree.",
-        "required": ["id", "merge", "records", "fields", "disagreements"],
+        "required": ["id", "merge", "records", "fields", "disagreements", "resolutions"],
         "additionalProperties": False,
         "properties": {
             "id": {"type": "string"},
@@ -246,6 +255,23 @@ def _provenance_schema() -> dict[str, Any]:
                     },
                 },
             },
+            "resolutions": {
+                "type": "array",
+                "description": "What the merge resolved (issue 19): a record without an IMO number merged "
+                "as the one IMO its vessel name has among the buyer's records (kind `vessel`), or a record "
+                "of an unspecified commodity that joined the one specific commodity of its call (kind "
+                "`commodity`), each said in plain words, with the records concerned.",
+                "items": {
+                    "type": "object",
+                    "required": ["kind", "text", "records"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "kind": {"type": "string", "enum": ["vessel", "commodity"]},
+                        "text": {"type": "string"},
+                        "records": {"type": "array", "minItems": 1, "items": supplier},
+                    },
+                },
+            },
         },
     }
 
@@ -260,8 +286,9 @@ def _parameters() -> dict[str, Any]:
     return {
         "source": _query(
             "source",
-            {"anyOf": [{"type": "string", "enum": ["all"]}, {"type": "string", "format": "uuid"}], "default": "all"},
-            "A feed UUID, or `all`. Not a UUID: 400; no such feed: 404; no active or trial subscription: 403.",
+            {"anyOf": [{"type": "string", "pattern": any_case("all")}, {"type": "string", "format": "uuid"}], "default": "all"},
+            "A feed UUID (an `id` of /v1/sources), or `all` (any case). Not a UUID: 400; no such feed: 404; "
+            "no active or trial subscription: 403.",
         ),
         "port": _query("port", {"type": "string", "pattern": UNLOCODE_PATTERN}, "UN/LOCODE, case-insensitive exact match."),
         "country": _query("country", TEXT, "Country name, case-insensitive exact match."),
@@ -270,8 +297,8 @@ def _parameters() -> dict[str, Any]:
         "to": _query("to", date, "End day (UTC, inclusive). `from` after `to` is 400."),
         "latest": _query(
             "latest",
-            {"type": "string", "pattern": "^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$", "default": "false"},
-            "true: only the row with the latest combined_date per vessel and port.",
+            {"type": "string", "pattern": any_case("true", "false"), "default": "false"},
+            "true: only the row with the latest combined_date per vessel and port. Any case.",
         ),
         "commodity": {
             **_query(
@@ -284,10 +311,20 @@ def _parameters() -> dict[str, Any]:
             "style": "form",
             "explode": False,
         },
-        "merge": _query("merge", {"type": "string", "enum": ["all", "by_source"], "default": "all"}, "Merge mode (seed 4.1.1)."),
+        "merge": _query(
+            "merge", {"type": "string", "pattern": any_case("all", "by_source"), "default": "all"},
+            "Merge mode: `all` (the same vessel call from several feeds is one row) or `by_source` (one row "
+            "per feed and call). Any case.",
+        ),
         "limit": _query("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 100}, "Page size, never clamped."),
-        "cursor": _query("cursor", TEXT, "next_cursor of the previous page, unchanged; another is 400."),
-        "format": _query("format", {"type": "string", "enum": ["json", "csv"], "default": "json"}, "Output format."),
+        "cursor": _query(
+            "cursor", {"type": "string", "pattern": CURSOR_PATTERN},
+            "next_cursor of the previous page of the same query, unchanged; any other cursor is 400.",
+        ),
+        "format": _query(
+            "format", {"type": "string", "pattern": any_case("json", "csv"), "default": "json"},
+            "Output format: `json` or `csv`. Any case.",
+        ),
         "rowId": {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A row id of /v1/lineups."},
         "sourceId": {"name": "sourceId", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}, "description": "A feed UUID."},
     }
@@ -360,7 +397,9 @@ def _links(links: dict[str, tuple[str, str, str]]) -> dict[str, Any]:
     """OpenAPI links `{name: (operationId, parameter, pointer into the body)}`: which
     value of a response feeds which parameter of another operation. Declared so that
     clients and fuzzers need not guess: a merged row's `source_id` lists several feeds
-    (C2.5) and is no `sourceId`, however alike the names."""
+    (C2.5) and is no `sourceId`, however alike the names. (The feed schema is named
+    `Feed`, not `Source`, for the same reason: fuzzers infer links from `source_id` to a
+    `Source` resource by name, issue 18.4.)"""
     return {
         name: {"operationId": operation, "parameters": {parameter: f"$response.body#/{pointer}"}}
         for name, (operation, parameter, pointer) in links.items()
@@ -371,7 +410,7 @@ def _paths() -> dict[str, Any]:
     all_errors = ("ValidationError", "Unauthorized", "Forbidden", "NotFound")
     filters = ["source", "port", "country", "port_name", "from", "to", "latest", "commodity", "merge", "limit", "cursor", "format"]
     lineups = _ok(
-        "A page of lineup records: JSON, or CSV with `format=csv` (C9).",
+        "A page of lineup records: JSON, or CSV with `format=csv`.",
         {**_json("LineupPage"), "text/csv": {"schema": {"type": "string"}}},
         "X-Next-Cursor", "Link",
     )
@@ -412,8 +451,44 @@ def _paths() -> dict[str, Any]:
         },
     }
     out = {path: {"get": op} for path, op in paths.items()}
+    out["/v1/share/{token}"] = {"get": _share_operation()}
     out["/healthz"] = {"get": health}
     return out
+
+
+def _share_operation() -> dict[str, Any]:
+    """GET /v1/share/{token}: no key, the token is the credential (C8)."""
+    csv_headers = {
+        "Cache-Control": _header("Always `no-store`: the data is licensed.", {"type": "string", "enum": ["no-store"]}),
+        "Referrer-Policy": _header("Always `no-referrer`: the URL is a password.", {"type": "string", "enum": ["no-referrer"]}),
+    }
+    ok = {
+        "description": "The whole result of the link's query as CSV (UTF-8 with a byte order mark), "
+        "every page, streamed.",
+        "headers": {**_response_headers("X-Request-Id", required=True), **{k: {**v, "required": True} for k, v in csv_headers.items()},
+                    **_response_headers("X-RateLimit-Limit", "X-RateLimit-Remaining")},
+        "content": {"text/csv": {"schema": {"type": "string"}}},
+    }
+    responses = {"200": ok}
+    for status, name in (("400", "ValidationError"), ("401", "Unauthorized"), ("403", "Forbidden"),
+                         ("429", "RateLimited"), ("500", "InternalError")):
+        responses[status] = ref("responses", name)
+    return {
+        "summary": "A share link: the whole result of a frozen /v1/lineups query as CSV",
+        "description": "A share link's URL, made by the buyer in the explorer or by an operator "
+        "(`lineups link create`). It needs no key: treat it like a password. The URL may end in `.csv`; "
+        "query parameters on it are ignored. Every request checks the link (revoked or unknown: 401), the "
+        "buyer (suspended: 403) and the feeds (none still subscribed: 403). A result larger than the "
+        "service's ceiling (100,000 rows unless configured) is 400: make a link with narrower filters.",
+        "operationId": "getShareLink",
+        "security": [],
+        "parameters": [{
+            "name": "token", "in": "path", "required": True,
+            "schema": {"type": "string", "pattern": f"^[{TOKEN_CHARACTERS}]+$"},
+            "description": "The link's token: `sl_` and the signed link.",
+        }],
+        "responses": responses,
+    }
 
 
 def _document(base_url: str) -> dict[str, Any]:

@@ -50,6 +50,9 @@ class MemoryLimiter:
 
     #: Sweep keys that went quiet after this many hits, so memory stays bounded.
     SWEEP_EVERY = 10_000
+    #: Keys counted at most (issue 16 item 5: client addresses are many); beyond, the
+    #: key with the oldest last request is forgotten (it starts a fresh window).
+    MAX_KEYS = 100_000
     #: `hit` never waits on I/O: the API may call it on the event loop.
     blocking = False
 
@@ -74,7 +77,12 @@ class MemoryLimiter:
             self._hits += 1
             if self._hits % self.SWEEP_EVERY == 0:
                 self._sweep(now)
-            times = self._log.setdefault(key, deque())
+            times = self._log.pop(key, None)
+            if times is None:
+                times = deque()
+                if len(self._log) >= self.MAX_KEYS:
+                    self._make_room(now)
+            self._log[key] = times  # the most recently used key last
             self._expire(times, now)
             if len(times) >= self.limit:
                 wait = times[0] + self.window - now
@@ -85,6 +93,11 @@ class MemoryLimiter:
     def _expire(self, times: deque[float], now: float) -> None:
         while times and times[0] <= now - self.window:
             times.popleft()
+
+    def _make_room(self, now: float) -> None:
+        self._sweep(now)
+        while len(self._log) >= self.MAX_KEYS:
+            del self._log[next(iter(self._log))]
 
     def _sweep(self, now: float) -> None:
         for key in list(self._log):

@@ -7,7 +7,7 @@ number. CSV: UTF-8 with a byte order mark, RFC 4180 (CRLF, quoting where needed)
 header of the C1 names in C1 order, blanks as empty cells, and text cells that a
 spreadsheet would run as a formula prefixed with `'`.
 
-The CSV text is `store.csvtext`'s, the writer the explorer's download shares; this
+The CSV text is `store.views.csvtext`'s, the writer the explorer's download shares; this
 module gives it the API's names.
 
 Speed: a column holds few distinct values (ports, companies, statuses), so each is
@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from store import csvtext
+from store.views import csvtext
 from store.fields import INTEGER_FIELDS, NUMBER_FIELDS, RECORD_FIELDS, TIME_FIELDS, text_value
 
 JSON_TYPE = "application/json; charset=UTF-8"
@@ -107,18 +107,13 @@ def json_page(frame: pd.DataFrame, next_cursor: str | None) -> bytes:
 
 
 # ---------------------------------------------------------------- CSV
-# One CSV writer for the API, share links and the explorer: `store.csvtext`.
+# One CSV writer for the API, share links and the explorer: `store.views.csvtext`.
 csv_header = csvtext.csv_header
 csv_block = csvtext.csv_block
 csv_lines = csvtext.csv_lines
 csv_rows = csvtext.csv_rows
 csv_chunks = csvtext.csv_chunks
 neutralise = csvtext.neutralise
-
-
-def csv_body(lines: list[bytes]) -> bytes:
-    """A whole CSV document from encoded rows: BOM, header, rows."""
-    return b"".join([csv_header(), *lines])  # one copy of the body, as in `json_body`
 
 
 def csv_page(frame: pd.DataFrame) -> bytes:

@@ -27,10 +27,11 @@ from sqlalchemy.orm import Session
 
 from api.base import BaseHandler
 from api.ratelimit import Hit
-from store import links
+from store.access import links
 from store.errors import Forbidden, RateLimited, Unauthorized, ValidationError
-from store.query import parse_query
-from store.taxonomy import default_taxonomy
+from store.views.query import parse_query
+from store.reference.taxonomy import default_taxonomy
+from store.views.lineups import visible_feeds
 
 SHARE_METHODS = ("GET", "HEAD", "OPTIONS")
 
@@ -51,6 +52,12 @@ class ShareHandler(BaseHandler):
         if self.request.method not in SHARE_METHODS:
             super().check_method()
 
+    def decode_argument(self, value: bytes, name: str | None = None) -> str:
+        """The token from the path; bytes that are not UTF-8 (`%ff`) make a token that
+        fails its check, so the request is 401 and counted like any bad token, not a
+        400 before the rate limit (issue 16 item 9)."""
+        return value.decode("utf-8", "replace")
+
     async def options(self, token: str) -> None:
         self.set_status(204)
         self.set_header("Allow", ", ".join(SHARE_METHODS))
@@ -58,7 +65,7 @@ class ShareHandler(BaseHandler):
 
     async def get(self, token: str) -> None:
         counted = self.request.method == "GET"
-        selection = await self.run(self._select, token, self.request.remote_ip, counted)
+        link, query, feeds = await self.run(self._select, token, self.request.remote_ip, counted)
         self.set_default_headers()  # now with the link's rate-limit figures
         if self.request.method == "HEAD":
             # Headers as GET sends them: no body, and no "Content-Length: 0" either,
@@ -66,32 +73,36 @@ class ShareHandler(BaseHandler):
             self.set_header("Content-Type", "text/csv; charset=utf-8")
             await self.flush()
             return self.finish()
-        await self.stream_csv(selection.rows)
+        blocks = self.deps.lineups.blocks(link.buyer_id, query, feeds)
+        with self.deps.export_slots.taken(link.id, link.buyer_id):  # 429 beyond (issue 16 item 2)
+            await self.stream_csv(lambda: next(blocks, None))
 
     def _select(self, session: Session, token: str, address: str, counted: bool):
-        """Check the link and its entitlement now, count the use, and return the rows."""
+        """Check the link and its entitlement now, count the use, and check the result
+        against the ceiling; returns `(link, query, visible feeds)`."""
         secrets = self.deps.settings.signing_secrets()
         try:
-            link, args = links.open_link(session, token, secrets, count_use=counted)
+            link, args = links.open_link(session, token, secrets, count_use=False)
         except Unauthorized:
             self._limit(f"addr:{address}")
             raise
         self._limit(f"link:{link.id}")
-        session.commit()  # the use is counted even if the query below is refused
+        if counted:  # written by the background writer: a use never waits for a lock (issue 16 item 1)
+            self.deps.usage.link_used(link.id)
         query, _, _ = parse_query(args, default_taxonomy().parse_filter)
-        feeds = self.deps.service.feeds_for(session, link.buyer_id, query.source)
+        feeds = visible_feeds(session, link.buyer_id, query.source)
         if not feeds:
             raise Forbidden("None of this link's feeds is subscribed any longer")
         session.commit()  # checked on the primary; the rows may come from a replica
-        selection = self.deps.reads.run(self.deps.service.select, link.buyer_id, query, feeds)
+        rows = self.deps.lineups.count(link.buyer_id, query, feeds)
         ceiling = self.deps.settings.share_ceiling
-        if len(selection) > ceiling:
+        if rows > ceiling:
             raise ValidationError(
-                f"This link's result has {len(selection):,} rows, more than the {ceiling:,} a "
+                f"This link's result has {rows:,} rows, more than the {ceiling:,} a "
                 "share link serves; create a link with narrower filters (port, commodity, dates)",
-                {"parameter": "token", "reason": "result larger than the share-link ceiling", "rows": len(selection), "ceiling": ceiling},
+                {"parameter": "token", "reason": "result larger than the share-link ceiling", "rows": rows, "ceiling": ceiling},
             )
-        return selection
+        return link, query, feeds
 
     def _limit(self, key: str) -> None:
         hit: Hit = self.deps.limiter.hit(key)

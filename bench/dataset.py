@@ -3,7 +3,7 @@
 `build_store` writes a SQLite store of `records` records in 20 feeds over the demo's
 real ports, shaped as issue 3 sizes the merge (each vessel call reported by about 5
 feeds, so 1,000,000 records make about 200,000 calls), with the demo's ETA jitter,
-spelling variants, blanks and counterparty disagreements (`store.demo`), all visible
+spelling variants, blanks and counterparty disagreements (`store.intake.demo`), all visible
 to one buyer, written through the same validation and upsert as a feed file.
 `ingest_changes` then ingests a small batch into one feed, part revisions of stored
 records and part new ones, the way a daily feed file does.
@@ -21,9 +21,11 @@ import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from store import accounts, demo, feeds, ingest, validate
-from store.db import create_schema, make_engine, make_sessionmaker, transaction
-from store.schema import Feed, Record
+from store.access import accounts
+
+from store.intake import demo, feeds, ingest, validate
+from store.database.db import create_schema, make_engine, make_sessionmaker, transaction
+from store.database.schema import Feed, Record
 
 ANCHOR = dt.date(2026, 11, 23)
 SEED = 7

@@ -1,5 +1,5 @@
-"""Figures measured in the benchmark's own process: ingest, the cold merge, and the
-query after an ingest (incremental re-merge), each next to its same-run reference.
+"""Figures measured in the benchmark's own process: ingest and the cold merge, each
+next to its same-run reference, and the references of the export figures.
 
 Ingest and the cold merge reuse `bench/ingest_bench.py` and `bench/merge_bench.py`.
 """
@@ -13,14 +13,12 @@ import time
 import ingest_bench
 import merge_bench
 import pandas as pd
-from dataset import Dataset, ingest_changes
+from dataset import Dataset
 from figures import Figure, Target, missing
 
-from store import merge
-from store import query as pipeline
-from store.db import transaction
-from store.lineups import LineupService
-from store.query import LineupQuery
+from store.merging import merge
+from store.views.query import LineupQuery
+from store.views.lineups import Lineups
 
 MIB = 2**20
 
@@ -75,62 +73,13 @@ def merge_figures(records: int, runs: int) -> list[Figure]:
     ]
 
 
-def incremental_figures(dataset: Dataset, runs: int, changes: int) -> tuple[list[Figure], LineupService]:
-    """The first query of a fresh service over the store (load + merge), then, `runs`
-    times, a `changes`-record ingest into one feed and the next query (re-merge of the
-    touched keys, sort, first page), against a full merge of the same records. Returns
-    the figures and the warm service (for the export reference)."""
-    sessions = dataset.sessions()
-    service = LineupService()
-    query = LineupQuery()
-    start = time.perf_counter()
-    with sessions() as session:
-        selection = service.select(session, dataset.buyer_id, query)
-    first = time.perf_counter() - start
-    rows = len(selection)
-    nexts, remerges, fulls, equal = [], [], [], True
-    for round_ in range(runs):
-        with transaction(sessions) as session:
-            ingest_changes(session, dataset.feed_ids[round_ % len(dataset.feed_ids)], changes, round_)
-        with sessions() as session:
-            start = time.perf_counter()
-            feeds = service.feeds_for(session, dataset.buyer_id, None)
-            merged = service.merged(session, feeds, "all")
-            remerges.append(time.perf_counter() - start)
-            selection = service.select(session, dataset.buyer_id, query)
-            pipeline.page(selection.rows, None, 100, selection.sort_keys)
-            nexts.append(time.perf_counter() - start)
-            records = service.records(session, feeds)
-        gc.collect()
-        start = time.perf_counter()
-        full = merge.merge(records, "all")
-        fulls.append(time.perf_counter() - start)
-        equal &= set(full["id"]) == set(merged["id"]) and len(full) == len(merged)
-        del full, records
-    sessions.kw["bind"].dispose()
-    full_median = statistics.median(fulls)
-    reference = ("full re-merge of all visible records (what the next query paid before)", full_median)
-    note = (
-        f"of which re-merge of the touched keys: median {statistics.median(remerges) * 1000:.0f} ms; "
-        f"incremental result {'equals' if equal else 'DIFFERS FROM'} the full merge"
-    )
-    return [
-        Figure("merge.first_query", "Merge", f"first query of a fresh server process: load {dataset.records:,} "
-               f"records from SQLite and merge ({rows:,} rows)", "s", [first]),
-        Figure("merge.incremental", "Merge", f"next query after a {changes:,}-record ingest into the "
-               f"{dataset.records:,}-record store", "s", nexts, Target("<=", full_median, "less than a full re-merge"),
-               reference, note),
-    ], service
-
-
-def render_reference(service: LineupService, dataset: Dataset, runs: int) -> tuple[int, float]:
-    """(rows, median rows/s) of the CSV renderer alone over the whole result, in this
-    process: the export's reference without HTTP."""
+def render_reference(dataset: Dataset, runs: int) -> tuple[int, float]:
+    """(rows, median rows/s) of the CSV renderer alone over the whole result (read
+    from the kept view once), in this process: the export's reference without HTTP."""
     from api import render
 
     sessions = dataset.sessions()
-    with sessions() as session:
-        rows = service.select(session, dataset.buyer_id, LineupQuery()).rows
+    rows = Lineups(sessions).frame(dataset.buyer_id, LineupQuery())
     sessions.kw["bind"].dispose()
     rates = []
     for _ in range(runs):
@@ -141,22 +90,22 @@ def render_reference(service: LineupService, dataset: Dataset, runs: int) -> tup
     return len(rows), statistics.median(rates)
 
 
-def share_query(service: LineupService, dataset: Dataset, target_rows: int) -> tuple[LineupQuery, int]:
+def share_query(dataset: Dataset, target_rows: int) -> tuple[LineupQuery, int]:
     """A query whose result has close to (at most) `target_rows` rows: the first days
     of the lineup (`from`/`to`), and its row count."""
     sessions = dataset.sessions()
-    with sessions() as session:
-        rows = service.select(session, dataset.buyer_id, LineupQuery()).rows
-        days = pd.to_datetime(rows["combined_date"].dropna()).dt.date.unique()
-        best = (LineupQuery(date_from=days[0], date_to=days[0]), 0)
-        low, high = 0, len(days) - 1
-        while low <= high:  # the most days whose result stays within the target
-            middle = (low + high) // 2
-            query = LineupQuery(date_from=days[0], date_to=days[middle])
-            count = len(service.select(session, dataset.buyer_id, query))
-            if count <= target_rows:
-                best, low = (query, count), middle + 1
-            else:
-                high = middle - 1
+    lineups = Lineups(sessions)
+    rows = lineups.frame(dataset.buyer_id, LineupQuery())
+    days = pd.to_datetime(rows["combined_date"].dropna()).dt.date.unique()
+    best = (LineupQuery(date_from=days[0], date_to=days[0]), 0)
+    low, high = 0, len(days) - 1
+    while low <= high:  # the most days whose result stays within the target
+        middle = (low + high) // 2
+        query = LineupQuery(date_from=days[0], date_to=days[middle])
+        count = lineups.count(dataset.buyer_id, query)
+        if count <= target_rows:
+            best, low = (query, count), middle + 1
+        else:
+            high = middle - 1
     sessions.kw["bind"].dispose()
     return best

@@ -26,7 +26,7 @@ _MERGE = """\
 This run's machine was about half its morning speed (see the ingest reference). In
 process, on the idle machine at 16:24 UTC, the same merge took 0.83-0.93 s (it was
 1.5-1.7 s that hour before this change, 1.25 s in the 14:52 run). Done here: text is
-held as categoricals (`store.columns`, loaded coded by `store.records`), and the engine
+held as categoricals (`store.merging.columns`, loaded coded by `store.merging.records`), and the engine
 groups and picks on the codes, so no string is hashed during a merge; the feed lists
 come out as categoricals too. Profile of what is left (pyinstrument, 1,000,000
 records): the row ids (hashing parts per distinct value, folding, base32 text for
@@ -37,26 +37,32 @@ the rest: the ids' text made only for rows served (most rows of a result are nev
 a page), or a faster machine."""
 
 _API = """\
-Profile (py-spy on the server, the load running, 2026-11-24): the event loop does all
-the work of a warm page. Tornado's own request handling and the 100 KB write are the
-same as the ceiling's; on top of it, before the changes of 2026-11-24: the JSON join of
-the page 4% (the rows were joined, then the body around them: two fresh ~100 KB
-allocations, ten times the time of one join of all the pieces), SQLite's `PRAGMA
-data_version` read for every request 4.5%, reading and validating the query string 3%,
-the access log 6%, `uuid4` for the request id 2%. Done on 2026-11-24: one join of every
-piece of the body; each distinct query string parsed once (`api.handlers.
-parse_page_query`); the change stamp read once per turn of the event loop
-(`api.base.TurnStamp`); request ids from a per-process random prefix and a counter;
-a page served twice keeps its finished body (`api.rowcache.RowCache.keep_body`). With
-those, 0.54-0.61x of the ceiling on the 1,000,000-record store in separate runs, from
-0.44x in the run of 18:37 UTC. Earlier (2026-11-23): one Core query for key, buyer and entitled
-feeds; admissions remembered while the store is unchanged, so a warm request never
-leaves the event loop; warm pages answered on the loop from the cached selection; the
-access log made cheaper. What would still help: the access log buffered and written
-in batches, and `--processes N` (one event loop per core)."""
+This figure asks one question again (one buyer walking the pages of one query): a
+footnote since the read path keeps merged rows in the database (issue 15); the
+headline is the mixed workload above. Every page is parsed, admitted (one query),
+read (one index range of one view) and rendered afresh: no process keeps rows,
+pages or answers. Earlier designs met this figure with per-process caches of merged
+rows, sorted selections, encoded rows and finished page bodies, which the mixed
+workload showed to be the wrong target (one buyer's cached question; memory growing
+with the questions asked). What would help now: `--processes N` (one event loop per
+core) and rendering pages straight from the rows the driver returns."""
+
+_MIXED = """\
+Profile (cProfile, in process, 100,000 and 250,000 records): a page is ~6 ms median;
+the driver's fetch and the frame built from it are most of it; `latest` with content
+filters probes the (vessel, port) index per row that is not the pair's top and is the
+slowest shape (up to ~150 ms). The planner needs statistics of `merged_rows` for that
+probe (without them a page took 15.8 s instead of 37 ms): they are refreshed after
+every full build. Under load one server process is bound by the GIL of its 8 request
+threads on 2 cores: more distinct pages per second need `--processes 2` (on
+PostgreSQL) rather than a faster page. Upkeep: a subscription change builds the
+buyer's two views (all and by_source) in the command, seconds for a large set of
+feeds (most of it writing the rows with five indexes); a daily update merges again
+only the touched (vessel, port) pairs, but does so for every view that holds the
+feed, so its time grows with the number of distinct feed sets in use."""
 
 _EXPORT_FIRST = """\
-The CSV writer (`store.csvtext`, in Arrow) takes categorical columns as they are: each
+The CSV writer (`store.views.csvtext`, in Arrow) takes categorical columns as they are: each
 category's cell text is decided once and kept per set of categories (shared by every
 slice and selection of a merged result), cut down per block to the categories it
 uses, and the block's cells are written by one Arrow `take`. In process the whole
@@ -91,6 +97,11 @@ FINDINGS: dict[str, str] = {
     "merge.cold": _MERGE,
     "api.rate": _API,
     "api.p99": _API,
+    "mixed.rate": _MIXED,
+    "mixed.p99": _MIXED,
+    "mixed.subscription": _MIXED,
+    "mixed.daily": _MIXED,
+    "mixed.startup": _MIXED,
     "export.whole.first": _EXPORT_FIRST,
     "export.share.first": _EXPORT_FIRST,
     "export.whole": _EXPORT_FIRST,
@@ -125,19 +136,25 @@ METHOD = """\
   executemany into a table without indexes, no validation.
 - **Cold merge** (`bench/merge_bench.py`): a synthetic record frame like the store's (20
   feeds, ~5 records a vessel call, 1% counterparty disagreements, blanks) merged by
-  `store.merge.merge` in this process, against a straightforward pandas merge (sort,
+  `store.merging.merge.merge` in this process, against a straightforward pandas merge (sort,
   diff/cumsum, groupby-last; it does less: no counterparty splits, no ids). Peak memory
   is what tracemalloc sees allocated during one merge.
 - **The store for the service figures** (`bench/dataset.py`): the demo generator at
   scale, 20 feeds over the demo's real ports, each vessel call reported by ~5 feeds,
   written through validation and upsert. All feeds are visible to one buyer.
-- **Next query after an ingest**: a fresh `LineupService` answers the first query
-  (load from SQLite and merge), then, per run, 1,000 records (half revisions of stored
-  records, half new) are ingested into one feed and the next query is timed: read the
-  changed records, merge again the touched merge keys, filter, sort, first page; the
-  result is checked against a full merge. Reference: `merge.merge` of all the visible
-  records, which that query paid before incremental re-merge (on top of reloading the
-  whole feed and sorting).
+- **Mixed workload** (`bench/mixed.py`, the headline): 7 buyers on different subsets
+  of the 20 feeds (one on all), their views built as subscription changes build them;
+  a fresh `lineups serve`; 1,500 distinct first pages with random port / country /
+  commodity (leaf, subgroup or group) / date windows / `latest` / `merge=by_source`,
+  each with its buyer's key, from 4 keep-alive connections (wrk, each question asked
+  once, interrupted when all are answered, at most 120 s); then a subscription change
+  to a new feed set and a 100,000-record `lineups ingest` while other buyers' pages
+  are asked every 50 ms; a 1,000-record update; the server's RSS. Beside it, Datasette
+  0.65 (its own virtual environment) over the same SQLite file, immutable, asked the
+  same questions as its table filters over the raw records (feeds, port, country,
+  commodity leaves, dates; it has no merge and no `latest`). `bench/mixed.py
+  --records 250000 1000000 …` writes the curve over store sizes
+  (docs/benchmarks-mixed.md).
 - **API page**: `lineups serve` on a free 127.0.0.1 port (one process,
   `LINEUPS_RATE_LIMIT` raised so the load is not refused). The bench walks the first
   pages of `/v1/lineups?limit=100` (the first request, made as soon as the server
@@ -156,7 +173,7 @@ METHOD = """\
   link's `from`/`to` are chosen so that its result is just under 100,000 rows. The
   first run of each (the first export of that result) is also reported alone. The
   server's RSS is sampled every 10 ms during each export. Reference: the CSV writer
-  alone (`api.render.csv_chunks`, `store.csvtext`) over the same rows in this process.
+  alone (`api.render.csv_chunks`, `store.views.csvtext`) over the same rows in this process.
 - **Server memory**: the server's VmRSS after each load run, with the whole result
   merged, sorted and its pages' rows encoded.
 - **Explorer**: the browser test `tests/explorer/test_browser.py::test_the_explorer_flow`

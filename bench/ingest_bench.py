@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import text
 
-from store import demo, feeds, ingest
-from store.db import create_schema, make_engine, make_sessionmaker, transaction
+from store.intake import demo, feeds, ingest
+from store.database.db import create_schema, make_engine, make_sessionmaker, transaction
 
 ANCHOR = dt.date(2026, 11, 23)
 

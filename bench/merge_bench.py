@@ -1,4 +1,4 @@
-"""How fast the merge engine (contract C2, `store.merge`) is on a large synthetic store.
+"""How fast the merge engine (contract C2, `store.merging.merge`) is on a large synthetic store.
 
 Builds a deterministic record frame shaped like the store's (default 1,000,000 records:
 200,000 vessel calls, 20 feeds, each call reported by about 5 feeds with a few days of
@@ -23,8 +23,8 @@ import tracemalloc
 import numpy as np
 import pandas as pd
 
-from store import columns
-from store.merge import merge
+from store.merging import columns
+from store.merging.merge import merge
 
 DAY = 86_400
 FEEDS = 20
@@ -90,7 +90,7 @@ def make_records(n: int = 1_000_000, seed: int = 7) -> pd.DataFrame:
         frame[field] = _blanked(rng, values, 0.3)
     frame.loc[rng.random(n) < 0.005, ["eta", "etb", "etd"]] = pd.NaT  # dateless records
     frame = frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)
-    # Text columns as the store holds them in memory (`store.records`, `store.columns`).
+    # Text columns as the store holds them in memory (`store.merging.records`, `store.merging.columns`).
     return frame.assign(**{c: columns.category(frame[c]) for c in frame.columns if frame[c].dtype == object and c != "ref"})
 
 

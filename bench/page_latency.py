@@ -34,7 +34,7 @@ def page_time_figures(server: Process, api_key: str, paths: list[str], body: byt
     label = "bare Tornado handler on one connection"
     bare_p50 = statistics.median(r.p50_ms for r in bare_runs)
     bare_p99 = statistics.median(r.p99_ms for r in bare_runs)
-    note = (f"{len(paths)} distinct cursored pages of the cached result on one connection, {service[0].tool}: "
+    note = (f"{len(paths)} distinct cursored pages of one query on one connection, {service[0].tool}: "
             "each request's whole round trip on 127.0.0.1, an upper bound of the server's time")
     return [
         Figure("page.server_time_p50", "API page", "warm page of 100 rows, one connection: p50 round trip",

@@ -111,7 +111,7 @@ def write_report(out: Path, figures: list[Figure], run: dict, loads: tuple[list,
         ".venv/bin/python bench/run.py --out docs/benchmarks.md",
         "```",
         "",
-        "`--quick` measures a ~50,000-record store in under a minute (the test suite runs it, "
+        "`--quick` measures a ~20,000-record store in a few minutes (the test suite runs it, "
         "so the benchmark code never rots; its figures mean little). `--records N` sets the "
         "store size, `--runs R` the repetitions, `--pg URL` the PostgreSQL server for the "
         "ingest figure (default `$LINEUPS_TEST_PG`, else the local `test` database).",

@@ -3,20 +3,23 @@ baselines (issue 8), and writes `docs/benchmarks.md` with a chart:
 
     .venv/bin/python bench/run.py [--quick] [--records N] [--runs R] [--pg URL] [--out docs/benchmarks.md]
 
-In one run, on a store of `--records` records (default 1,000,000; `--quick`: 50,000
+In one run, on a store of `--records` records (default 1,000,000; `--quick`: 20,000
 and shorter loads, under a minute):
 
-1. ingest rows/s of a CSV into SQLite (and PostgreSQL when it answers), next to a bare
+1. the headline, the mixed workload of real use (`bench/mixed.py`): 7 buyers on
+   different subscriptions, 1,500 distinct filtered first pages in both merge modes
+   from 4 clients against a fresh `lineups serve`, a subscription change and a
+   100,000-record ingest under load, a 1,000-record daily update, the server's
+   memory; beside Datasette over the same records and filters;
+2. ingest rows/s of a CSV into SQLite (and PostgreSQL when it answers), next to a bare
    executemany (`bench/ingest_bench.py`);
-2. the cold merge against a straightforward pandas merge, and its peak memory
-   (`bench/merge_bench.py`);
-3. the next query after a 1,000-record ingest (incremental re-merge) against a full
-   re-merge;
-4. warm /v1/lineups pages under 32 connections against a bare Tornado ceiling, with
-   `lineups serve` started on a free 127.0.0.1 port;
-5. the round trip of one warm page on one connection (the page's server time);
+3. the cold merge against a straightforward pandas merge, and its peak memory
+   (`bench/merge_bench.py`): what building a view costs;
+4. one buyer walking the pages of one query under 32 connections against a bare
+   Tornado ceiling (a footnote: the same question again);
+5. the round trip of one page on one connection (the page's server time);
 6. CSV exports through share links (the whole store, and ~100,000 rows), with the
-   server's memory while it streams, and its memory with the result cached;
+   server's memory while it streams;
 7. the explorer in headless Chromium on the demo data: first view after login and
    filter changes (`bench/explorer_figures.py`; not in `--quick`, whose run is part of
    the test suite, which runs the same browser test anyway).
@@ -43,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import engine_figures  # noqa: E402
 import explorer_figures  # noqa: E402
+import mixed  # noqa: E402
 import page_latency  # noqa: E402
 import server_figures  # noqa: E402
 from dataset import build_store  # noqa: E402
@@ -50,7 +54,7 @@ from figures import Figure, Target  # noqa: E402
 from load import WRK  # noqa: E402
 from report import write_report  # noqa: E402
 
-from store.query import LineupQuery  # noqa: E402
+from store.views.query import LineupQuery  # noqa: E402
 
 DEFAULT_PG = os.environ.get("LINEUPS_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 SHARE_ROWS = 100_000
@@ -68,11 +72,13 @@ class Config:
     pg_url: str | None
     quick: bool
     connections: int = 32
-    changes: int = 1000
+    #: Distinct questions of the mixed workload, and the rows of its ingest under load.
+    questions: int = 1_500
+    ingest_rows: int = 100_000
 
 
 def config(args: argparse.Namespace) -> Config:
-    records = args.records or (50_000 if args.quick else 1_000_000)
+    records = args.records or (20_000 if args.quick else 1_000_000)
     return Config(
         records=records,
         runs=args.runs or 3,
@@ -81,6 +87,8 @@ def config(args: argparse.Namespace) -> Config:
         share_rows=min(SHARE_ROWS, records // 10),
         pg_url=args.pg or None,
         quick=args.quick,
+        questions=100 if args.quick else 1_500,
+        ingest_rows=2_000 if args.quick else 100_000,
     )
 
 
@@ -110,16 +118,14 @@ def measure(cfg: Config, folder: Path) -> tuple[list[Figure], tuple | None]:
     figures = step("ingest", engine_figures.ingest_figures, cfg.records, cfg.runs, cfg.pg_url)
     figures += step("cold merge", engine_figures.merge_figures, cfg.records, cfg.runs)
     dataset = step("building the service store", build_store, folder, cfg.records)
-    incremental, service = step("incremental re-merge", engine_figures.incremental_figures, dataset, cfg.runs, cfg.changes)
-    figures += incremental
-    export_rows, render_rate = step("CSV renderer reference", engine_figures.render_reference, service, dataset, cfg.runs)
-    share_query, share_rows = step("choosing the share link", engine_figures.share_query, service, dataset, cfg.share_rows)
-    del service
+    # The headline: many buyers, distinct questions, beside Datasette (issue 15).
+    mixed_figures, _ = step("mixed workload", mixed.mixed_figures, dataset, folder, cfg.questions, not cfg.quick,
+                            cfg.ingest_rows)
+    figures = mixed_figures + figures
+    export_rows, render_rate = step("CSV renderer reference", engine_figures.render_reference, dataset, cfg.runs)
+    share_query, share_rows = step("choosing the share link", engine_figures.share_query, dataset, cfg.share_rows)
     with server_figures.start_service(dataset, folder) as server:
-        warm = step("warming the server", server_figures.warm_pages, server, dataset.api_key, cfg.pages)
-        figures.append(Figure("api.first_query", "API page", "first /v1/lineups request of the server, as soon as "
-                              "it answers /healthz (waits for its start-up warming to load and merge the store)",
-                              "s", [warm.first_query_s]))
+        warm = step("asking the pages once", server_figures.warm_pages, server, dataset.api_key, cfg.pages)
         api, ceiling, loads = step("API load", server_figures.api_figures, server, dataset.api_key, warm, folder,
                                    cfg.runs, cfg.load_seconds, cfg.connections)
         figures += api
@@ -153,8 +159,8 @@ class _Steps:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="about 50,000 records and short loads (under a minute)")
-    parser.add_argument("--records", type=int, default=None, help="store size (default 1,000,000; quick 50,000)")
+    parser.add_argument("--quick", action="store_true", help="about 20,000 records and short loads (a few minutes)")
+    parser.add_argument("--records", type=int, default=None, help="store size (default 1,000,000; quick 20,000)")
     parser.add_argument("--runs", type=int, default=None, help="repetitions of each figure (default 3)")
     parser.add_argument("--pg", default=DEFAULT_PG, help="PostgreSQL URL for the ingest figure ('' to skip)")
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"), help="the report (Markdown)")

@@ -24,7 +24,7 @@ from figures import Figure, Target, missing
 from load import LoadResult, measure_load
 from processes import Process, RssSampler, free_port, rss_mib
 
-from store.query import LineupQuery
+from store.views.query import LineupQuery
 
 #: Requests per key per minute for the bench server: no request of the load is refused.
 RATE_LIMIT = 1_000_000_000
@@ -121,7 +121,7 @@ def api_figures(
                Target("<=", 3 * top_p99, f"≤ 3× the ceiling's ({3 * top_p99:.1f})"), (bare_label, top_p99)),
         Figure("api.ceiling.rate", "API page", f"ceiling: {bare_label}", "req/s", [r.rate for r in ceiling]),
         Figure("api.ceiling.p99", "API page", "ceiling: p99 latency", "ms", [r.p99_ms for r in ceiling]),
-        Figure("memory.cached", "Server memory", "server RSS with the whole result cached (after each load run)",
+        Figure("memory.cached", "Server memory", "server RSS after each load run",
                "MiB", rss, Target("<=", 1.5 * 1024)),
     ], ceiling, service
 
@@ -164,7 +164,7 @@ def export_figure(
         growth.append(memory.peak - memory.first)
     note = (
         f"first run {rates[0]:,.0f} rows/s, RSS +{growth[0]:.0f} MiB; every run writes the CSV afresh, a block "
-        "of rows at a time (`store.csvtext`): nothing of an export is kept"
+        "of rows at a time (`store.views.csvtext`): nothing of an export is kept"
     )
     return [
         Figure(id, "Exports", f"{label} ({rows:,} rows)", "rows/s", rates, target, reference, note),

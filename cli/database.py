@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from cli.main import common, lineups
-from store.db import create_schema, engine_for
-from store.migrate import current_revision, head_revision
+from store.database.db import create_schema, engine_for
+from store.database.migrate import current_revision, head_revision
 
 
 @lineups.group()

@@ -1,4 +1,5 @@
-"""The server's log lines: `time level [pid] logger: message`, to stderr.
+"""The server's log lines: `time level [pid] logger: message`, to stderr, with API
+keys and share-link tokens masked whichever library wrote them.
 
 The time of a line is formatted once per second, not once per line: the access log
 writes a line for every request on the event loop, and `time.strftime` was a good
@@ -33,7 +34,11 @@ class SecondFormatter(logging.Formatter):
 
 
 def configure(level: int = logging.INFO) -> None:
-    """Log lines at `level` and above to stderr, as `LOG_FORMAT`."""
+    """Log lines at `level` and above to stderr, as `LOG_FORMAT`, every one with keys
+    and tokens masked (`api.redaction`, C8; issue 16 item 7)."""
+    from api.redaction import RedactingFilter
+
     handler = logging.StreamHandler()
     handler.setFormatter(SecondFormatter())
+    handler.addFilter(RedactingFilter())
     logging.basicConfig(level=level, handlers=[handler])

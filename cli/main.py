@@ -33,6 +33,21 @@ class Context:
 
         return Settings.load(db_url=self.db, base_url=self.base_url)
 
+    def public_base_url(self) -> str:
+        """The public address links are made with (`store.database.config`): this command's
+        --base-url, else $LINEUPS_BASE_URL, else the store's base-url setting, else the
+        default address."""
+        import os
+
+        if self.base_url is not None or os.environ.get("LINEUPS_BASE_URL"):
+            return self.settings.base_url
+        from store.database import config
+        from store.database.db import transaction
+
+        with transaction(self.sessions) as session:
+            stored = config.get(session, config.BASE_URL)
+        return stored or self.settings.base_url
+
     @property
     def sessions(self):
         """The store's sessionmaker, opened on first use.
@@ -43,9 +58,9 @@ class Context:
         if self._factory is None:
             from sqlalchemy.exc import ArgumentError, DBAPIError
 
-            from store.db import engine_for, make_sessionmaker, open_store
+            from store.database.db import engine_for, make_sessionmaker, open_store
             from store.errors import InternalError, LineupsError
-            from store.migrate import SchemaBehind
+            from store.database.migrate import SchemaBehind
 
             try:
                 engine = engine_for(self.settings)
@@ -99,10 +114,11 @@ def fail(ctx: Context, exc: LineupsError) -> None:
         details = exc.details
         if isinstance(details, list):
             for item in details[:200]:
-                click.echo(f"  line {item.get('line')}: {item.get('field')}: {item.get('reason')}", err=True)
+                field = f": {item['field']}:" if item.get("field") else ""
+                click.echo(f"  line {item.get('line')}{field} {item.get('reason')}", err=True)
             if len(details) > 200:
                 click.echo(f"  … and {len(details) - 200} more (use --json for all)", err=True)
-        elif isinstance(details, dict) and details.get("reason"):
+        elif isinstance(details, dict) and details.get("reason") and details["reason"] not in exc.message:
             click.echo(f"  {details.get('parameter')}: {details['reason']}", err=True)
     sys.exit(1)
 
@@ -127,7 +143,7 @@ def lineups() -> None:
 
 
 def main() -> None:
-    from cli import database, links, operators  # noqa: F401  (registers the commands)
+    from cli import config, database, links, operators  # noqa: F401  (registers the commands)
 
     try:
         from cli import serve  # noqa: F401

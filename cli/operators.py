@@ -10,10 +10,15 @@ import click
 from tqdm import tqdm
 
 from cli.main import common, lineups, table
-from store import accounts, commodities, demo, feeds, ingest, validate
-from store.db import transaction
+from store.access import accounts
+from store.intake import demo, feedfile, feeds, ingest, validate
+from store.reference import commodities
+from store.views import upkeep
+from store.database.db import transaction
 from store.fields import format_time
-from store.mapping import Mapping
+from store.intake.mapping import Mapping
+from store.database.schema import Buyer
+from sqlalchemy import select
 
 
 def _progress_bar(total: int, label: str):
@@ -81,6 +86,7 @@ def _set_buyer_status(ctx, ident: str, status: str) -> None:
     with transaction(ctx.sessions) as session:
         row = accounts.set_buyer_status(session, accounts.find_buyer(session, ident), status)
         payload = _buyer_payload(row)
+    keep_views(ctx, payload["id"])
     ctx.emit(payload, f"Buyer {payload['name']} is {payload['status']}")
 
 
@@ -146,6 +152,7 @@ def subscription_set(ctx, buyer_ident, feed_ident, status):
             session, accounts.find_buyer(session, buyer_ident), feeds.find_feed(session, feed_ident), status
         )
         payload = {"buyer_id": row.buyer_id, "feed_id": row.feed_id, "status": row.status}
+    keep_views(ctx, row.buyer_id)
     ctx.emit(payload, f"Subscription of {payload['buyer_id']} to {payload['feed_id']}: {payload['status']}")
 
 
@@ -161,6 +168,9 @@ def ingest_command(ctx, feed_ident, path, mapping_path):
     with transaction(ctx.sessions) as session:
         target = feeds.find_feed(session, feed_ident)
         frame = ingest.read_feed_file(path, mapping)
+        note = feedfile.describe(frame.attrs.get("read_as", {}))
+        if note and not ctx.as_json:
+            click.echo(f"{click.format_filename(path)}: {note}", err=True)
         with _progress_bar(len(frame), "ingest") as bar:
             clean = validate.validate_frame(
                 frame, name=click.format_filename(path), **(mapping.parsing() if mapping else {})
@@ -189,12 +199,40 @@ def commodity_unresolved(ctx):
     ctx.emit({"unresolved": rows}, lambda: table(rows, ["raw", "count"]))
 
 
+@commodity.command("list")
+@click.argument("search", required=False, default="")
+@click.option("--tree", is_flag=True, help="Group the leaves under their group and subgroup.")
+@common
+def commodity_list(ctx, search, tree):
+    """The taxonomy's leaves (what LEAF of `commodity map` takes), those whose name,
+    alias, subgroup or group contains SEARCH when given."""
+    if tree:
+        groups = commodities.leaf_tree(search)
+        ctx.emit({"groups": groups}, lambda: _print_tree(groups))
+        return
+    rows = commodities.leaf_list(search)
+    ctx.emit({"commodities": rows}, lambda: table(rows, ["name", "subgroup", "group", "id"]))
+
+
+def _print_tree(groups: list[dict]) -> None:
+    if not groups:
+        click.echo("(none)")
+    for group in groups:
+        click.echo(group["name"])
+        for subgroup in group["subgroups"]:
+            click.echo(f"  {subgroup['name']}")
+            for leaf in subgroup["leaves"]:
+                aliases = f"  ({', '.join(leaf['aliases'])})" if leaf["aliases"] else ""
+                click.echo(f"    {leaf['name']}{aliases}")
+
+
 @commodity.command("map")
 @click.argument("raw")
 @click.argument("leaf")
 @common
 def commodity_map(ctx, raw, leaf):
-    """Map a raw commodity string to a taxonomy leaf (its name or id)."""
+    """Map a raw commodity string to a taxonomy leaf (its name or id; `lineups
+    commodity list` shows them)."""
     with transaction(ctx.sessions) as session:
         payload = commodities.map_commodity(session, raw, leaf)
     ctx.emit(payload, f"{payload['raw']!r} -> {payload['leaf']}: {payload['records_resolved']} records resolved")
@@ -216,10 +254,53 @@ def run_demo(ctx, records: int, seed: int, anchor: dt.date | None) -> dict:
     """Load the demo set; refuses a store that already has a Demo Buyer."""
     with transaction(ctx.sessions) as session:
         with _progress_bar(records, "demo data") as bar:
-            return demo.load_demo(session, records, seed, anchor, bar.update)
+            payload = demo.load_demo(session, records, seed, anchor, bar.update)
+    keep_views(ctx, payload["buyer_id"])
+    return payload
+
+
+def keep_views(ctx, buyer_id: str) -> None:
+    """After a change of what a buyer may see (committed): build the buyer's merged
+    views now, so that their next page is read, not merged, and drop views that no
+    buyer has read for the retention period (issue 15)."""
+    upkeep.ensure_buyer(ctx.sessions, buyer_id)
+    with transaction(ctx.sessions) as session:
+        upkeep.prune(session)
 
 
 def _print_demo(payload: dict) -> None:
     click.echo(f"Demo data: {payload['records']} records in {len(payload['feeds'])} feeds")
     table(payload["feeds"], ["name", "subscription", "records"])
     click.echo(f"\nDemo buyer API key: {payload['api_key']}")
+
+
+# ---------------------------------------------------------------- data quality
+@lineups.group()
+def quality() -> None:
+    """Data quality reports."""
+
+
+@quality.command("duplicates")
+@click.option("--buyer", "buyer_ident", metavar="BUYER", help="One buyer (id or name); default every active buyer.")
+@common
+def quality_duplicates(ctx, buyer_ident):
+    """Count pairs of served rows that are likely one call (same vessel, port and
+    commodity subgroup, dates (the earliest of ETA, ETB, ETD) at most 3 days apart), by cause (issue 19)."""
+    from store.merging.duplicates import CAUSES, counts
+    from store.views.lineups import Lineups
+    from store.views.query import LineupQuery
+
+    with transaction(ctx.sessions) as session:
+        if buyer_ident:
+            chosen = [accounts.find_buyer(session, buyer_ident)]
+        else:
+            chosen = session.scalars(select(Buyer).where(Buyer.status == "active").order_by(Buyer.name)).all()
+        buyers = [(b.id, b.name) for b in chosen]
+    service = Lineups(ctx.sessions)
+    report = []
+    for buyer_id, name in buyers:
+        rows = service.frame(buyer_id, LineupQuery())
+        by_cause = counts(rows)
+        report.append({"buyer_id": buyer_id, "buyer": name, "rows": len(rows), "pairs": sum(by_cause.values()), **by_cause})
+    ctx.emit({"causes": list(CAUSES), "buyers": report},
+             lambda: table(report, ["buyer", "rows", "pairs", *CAUSES]))

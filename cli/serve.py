@@ -12,9 +12,11 @@ URLs to try, binds the port, and then serves:
 
 Each serving process makes its engine, pools, lineup caches and rate limiter itself
 (`run_worker`), after any fork; with `--db-replica URL` (or `LINEUPS_DB_REPLICAS`)
-also one engine per read replica, which takes the API's pure reads (`store.db.Reads`).
-`--redis URL` (or `LINEUPS_REDIS`) shares the rate limits through Redis; without it
-each process counts alone. SIGTERM or SIGINT: stop taking connections, finish the
+also one engine per read replica, which takes the API's pure reads (`store.database.db.Reads`).
+`--redis URL` (or `LINEUPS_REDIS`) shares the rate limits through Redis (C5). Several
+processes without it would each count alone, multiplying every limit: that is refused
+unless `--per-process-limits` says it is meant, which is then logged as a WARNING
+(issue 16 item 6). SIGTERM or SIGINT: stop taking connections, finish the
 requests in flight (up to `SHUTDOWN_GRACE` seconds), exit 0. The application is composed in one place, `make_server_app`, where the
 explorer and share links join the API.
 """
@@ -28,7 +30,6 @@ import logging
 import os
 import signal
 import sys
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol
 
@@ -37,16 +38,14 @@ from sqlalchemy import func, select
 
 from cli import logs
 from cli.main import common, lineups
-from store import accounts
-from store.db import transaction
+from store.access import accounts
+from store.database.db import transaction
 from store.errors import LineupsError, ValidationError
-from store.schema import Buyer, Feed
+from store.database.schema import Buyer, Feed
 from store.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
     from tornado.web import Application
-
-    from store.lineups import LineupService
 
 log = logging.getLogger("lineups.server")
 DEMO_BUYER = "Demo Buyer"
@@ -72,15 +71,18 @@ LOG_FORMAT = logs.LOG_FORMAT
 @click.option("--base-url", metavar="URL", default=None, help="Public address of the service (default http://HOST:PORT).")
 @click.option("--db-replica", "db_replicas", metavar="URL", multiple=True,
               help="A read replica of --db for the API's reads; repeatable (default $LINEUPS_DB_REPLICAS).")
+@click.option("--per-process-limits", is_flag=True,
+              help="With --processes N and no Redis: let each process count rate limits alone (N times the limit).")
 @common
 def serve(
     ctx, host: str, port: int, demo: bool, processes: int, redis_url: str | None, rate_limit: int | None,
-    db_replicas: tuple[str, ...],
+    db_replicas: tuple[str, ...], per_process_limits: bool,
 ) -> None:
     """Serve the REST API."""
+    _check_secrets(ctx.settings)  # before the store is opened: no secret, no start
     settings = _settings(ctx, host, port, redis_url=redis_url, rate_limit=rate_limit, db_replicas=db_replicas or None)
     logs.configure(logging.INFO)
-    _check_secrets(settings)
+    _check_shared_limits(settings, processes, per_process_limits)
     _check_replicas(settings)
     _check_redis(settings.redis_url)
     api_key = _prepare_demo(ctx) if demo else None
@@ -101,13 +103,32 @@ def serve(
 
 
 def _settings(ctx, host: str, port: int, **flags) -> Settings:
-    """The context's settings with this command's flags, and a base URL of the
-    listening address unless one is configured."""
-    if ctx.base_url is None and not os.environ.get("LINEUPS_BASE_URL"):
+    """The context's settings with this command's flags, and the public base URL
+    (`store.database.config`): --base-url (then stored, for the commands run later), else
+    $LINEUPS_BASE_URL, else the stored setting, else the listening address."""
+    if ctx.base_url is not None:
+        _store_base_url(ctx)
+    elif not os.environ.get("LINEUPS_BASE_URL"):
         shown_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-        ctx.base_url = f"http://{shown_host}:{port}"
+        ctx.base_url = _stored_base_url(ctx) or f"http://{shown_host}:{port}"
+    flags["base_url"] = ctx.base_url.rstrip("/") if ctx.base_url else None
     ctx.settings = dataclasses.replace(ctx.settings, **{k: v for k, v in flags.items() if v is not None})
     return ctx.settings
+
+
+def _stored_base_url(ctx) -> str | None:
+    from store.database import config
+
+    with transaction(ctx.sessions) as session:
+        return config.get(session, config.BASE_URL)
+
+
+def _store_base_url(ctx) -> None:
+    """Keep --base-url as the store's base-url setting (issue 18.6)."""
+    from store.database import config
+
+    with transaction(ctx.sessions) as session:
+        ctx.base_url = config.put(session, config.BASE_URL, ctx.base_url)
 
 
 def _load_code() -> None:
@@ -116,6 +137,23 @@ def _load_code() -> None:
     import api.app  # noqa: F401
     import api.server  # noqa: F401
     import explorer.app  # noqa: F401  (Panel and Bokeh take a second to import)
+
+
+def _check_shared_limits(settings: Settings, processes: int, per_process: bool) -> None:
+    """Refuse several processes without Redis: each would count the rate limits
+    alone, and a key would get `processes` times its limit (C5: the count is shared).
+    `per_process` accepts that, with a WARNING (issue 16 item 6)."""
+    if processes == 1 or settings.redis_url:
+        return
+    multiplied = f"a key could make up to {processes * settings.rate_limit} requests a minute instead of {settings.rate_limit}"
+    if not per_process:
+        raise ValidationError.parameter(
+            "processes",
+            f"--processes {processes} without --redis would count rate limits in each process alone ({multiplied}); "
+            "give --redis URL (or LINEUPS_REDIS) to share them, or --per-process-limits to accept per-process counts",
+        )
+    log.warning("Rate limits are counted in each of the %d processes alone (--per-process-limits): %s",
+                processes, multiplied)
 
 
 def _check_secrets(settings: Settings) -> None:
@@ -218,8 +256,6 @@ class ServerApp:
     """What one server process serves."""
 
     app: "Application"
-    #: The process's merge caches, shared by the API and the explorer; warmed at start.
-    lineups: "LineupService | None" = None
     services: list[Service] = dataclasses.field(default_factory=list)
 
 
@@ -227,17 +263,17 @@ def make_server_app(
     settings: Settings, sessions, executor: ThreadPoolExecutor, address: tuple[str, int] | None = None, reads=None
 ) -> ServerApp:
     """The application of one server process over `sessions`: the API, the share
-    links and the explorer at /explorer, over one LineupService (one merge cache per
-    process, shared by the API and the explorer). `address` is the listening host
-    and port, whose pages may also open the explorer's websocket; `reads`
-    (`store.db.Reads`) takes the API's pure reads to read replicas. Called in each
-    process after any fork, so the lineup caches, the rate limiter's connections and
-    the explorer's sessions belong to that process."""
-    from api.app import make_app
+    links and the explorer at /explorer, all reading the merged views kept in the
+    store (`store.views.lineups.Lineups`: no merge state in the process). `address`
+    is the listening host and port, whose pages may also open the explorer's
+    websocket; `reads` (`store.database.db.Reads`) takes the API's pure reads to read
+    replicas. Called in each process after any fork, so the rate limiter's
+    connections and the explorer's sessions belong to that process."""
+    from api.app import log_request, make_app
     from api.ratelimit import MemoryLimiter
     from explorer.app import ExplorerApp, origins_for
     from explorer.session import ExplorerContext
-    from store.lineups import LineupService
+    from store.views.lineups import Lineups
 
     if settings.redis_url:  # counts shared by every process (C5)
         from api.ratelimit_redis import RedisLimiter
@@ -245,16 +281,19 @@ def make_server_app(
         limiter = RedisLimiter(settings.redis_url, limit=settings.rate_limit)
     else:
         limiter = MemoryLimiter(settings.rate_limit)
-    service = LineupService()
     explorer = ExplorerApp(
-        ExplorerContext(sessions, service, settings.signing_secrets(), settings.base_url),
+        ExplorerContext(sessions, Lineups(sessions), settings.signing_secrets(), settings.base_url),
         websocket_origins=origins_for(settings.base_url, *(address or (None, None))),
+        sign_in_limiter=limiter,  # the API's: one budget of guesses per address (issue 16 item 8)
     )
     app = make_app(
-        settings, sessions, service, limiter=limiter, executor=executor, reads=reads,
+        settings, sessions, limiter=limiter, executor=executor, reads=reads,
         extra_routes=lambda deps: explorer.routes(),
     )
-    return ServerApp(app, service, [explorer])
+    # The explorer's requests in the API's access log: paths only, never query
+    # strings (C8; issue 16 item 7).
+    explorer.tornado.settings["log_function"] = log_request
+    return ServerApp(app, [explorer])
 
 
 def run_worker(settings: Settings, sockets: list, index: int, supervised: bool = False) -> None:
@@ -265,13 +304,12 @@ def run_worker(settings: Settings, sockets: list, index: int, supervised: bool =
 
 async def _serve(settings: Settings, sockets: list, index: int, supervised: bool) -> None:
     from api.server import DrainingServer
-    from store.db import Reads, engine_for, make_sessionmaker, replica_engines_for
-    from store.lineups import warm_up
+    from store.database.db import Reads, engine_for, make_sessionmaker, replica_engines_for
 
     engine = engine_for(settings)
     replicas = replica_engines_for(settings)
     sessions = make_sessionmaker(engine)
-    # Each process starts with its own replica (by index), so their caches stay warm.
+    # Each process starts with its own replica (by index), spreading the reads.
     reads = Reads(sessions, [make_sessionmaker(replica, replica=True) for replica in replicas], first=index)
     executor = ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="lineups-api")
     served = make_server_app(settings, sessions, executor, sockets[0].getsockname()[:2], reads)
@@ -282,17 +320,13 @@ async def _serve(settings: Settings, sockets: list, index: int, supervised: bool
     limits = "shared in Redis" if settings.redis_url else "per process"
     where = f"; reads from replica {reads.describe()}" if replicas else ""
     log.info("Worker %d serving (rate limit %d/min %s%s)", index, settings.rate_limit, limits, where)
-    # The first requests after a start find their rows merged (on a worker thread,
-    # reading where the API's pure reads go; requests are served meanwhile).
-    stopping = threading.Event()
-    executor.submit(warm_up, served.lineups, reads.run, settings.warm_buyers, stopping.is_set)
 
     await _stop_requested(supervised)
-    stopping.set()
     log.info("Worker %d stopping: no new connections; finishing %d request(s) in flight", index, server.in_flight)
     await server.drain(SHUTDOWN_GRACE)
     for service in reversed(served.services):
         service.stop()
+    served.app.settings["lineups_deps"].usage.close()  # the last notes of use are written
     executor.shutdown(wait=False, cancel_futures=True)
     for replica in replicas:
         replica.dispose()

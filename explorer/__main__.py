@@ -10,15 +10,14 @@ import argparse
 import asyncio
 import logging
 import signal
-import threading
 
 from tornado.httpserver import HTTPServer
 from tornado.web import Application, RedirectHandler
 
 from explorer.app import ExplorerApp, origins_for
 from explorer.session import ExplorerContext
-from store.db import Reads, engine_for, make_sessionmaker, open_store
-from store.lineups import LineupService, warm_up
+from store.database.db import engine_for, make_sessionmaker, open_store
+from store.views.lineups import Lineups
 from store.settings import Settings, SettingsError
 
 
@@ -37,15 +36,13 @@ async def serve(args: argparse.Namespace) -> None:
     secrets = settings.signing_secrets()  # before the store: no secret, no start (SettingsError)
     engine = engine_for(settings)
     open_store(engine, settings.db_url)
-    context = ExplorerContext(make_sessionmaker(engine), LineupService(), secrets, settings.base_url)
+    context = ExplorerContext((sessions := make_sessionmaker(engine)), Lineups(sessions), secrets, settings.base_url)
     explorer = ExplorerApp(context, websocket_origins=origins_for(settings.base_url, args.host, args.port))
     app = Application([(r"/", RedirectHandler, {"url": "/explorer"}), *explorer.routes()])
     server = HTTPServer(app)
     server.listen(args.port, args.host)
     explorer.start()
-    # The first sign-ins after a start find their buyers' rows merged.
-    loop, stopping = asyncio.get_running_loop(), threading.Event()
-    loop.run_in_executor(None, warm_up, context.service, Reads(context.sessions).run, settings.warm_buyers, stopping.is_set)
+    loop = asyncio.get_running_loop()
     print(f"Serving the explorer at {settings.base_url}/explorer (Ctrl+C stops)", flush=True)
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -53,7 +50,6 @@ async def serve(args: argparse.Namespace) -> None:
     try:
         await stop.wait()
     finally:
-        stopping.set()
         server.stop()
         explorer.stop()
         engine.dispose()

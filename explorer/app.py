@@ -36,9 +36,9 @@ from panel.io.server import WSHandler as PanelWSHandler
 from tornado.ioloop import IOLoop
 from tornado.web import RequestHandler
 
-from explorer.auth import APP_PATH, CookieCodec, ExplorerAuth, LoginHandler, LogoutHandler
+from explorer.auth import APP_PATH, CookieCodec, ExplorerAuth, LoginHandler, LogoutHandler, SignInLimiter
 from explorer import charts
-from explorer.session import Account, ExplorerContext, SessionLost
+from explorer.session import Account, ExplorerContext, SessionLost, off_loop
 from explorer.state import empty_rows
 from store.errors import NotFound
 from explorer.views import Explorer
@@ -49,17 +49,32 @@ log = logging.getLogger("lineups.explorer")
 
 def explorer_page(context: ExplorerContext) -> pn.viewable.Viewable:
     """The app of one browser session: the explorer of the signed-in buyer, or a
-    notice that sends the browser back to the login page."""
+    notice that sends the browser back to the login page. The account is read from
+    the store on the explorer's threads once the page is up (never on the event
+    loop), and the explorer then takes the notice's place."""
     identity = CookieCodec(context.secrets).from_cookies(pn.state.cookies)
-    try:
-        if identity is None:
-            raise SessionLost("Not signed in")
-        account = Account.open(context, identity)
-    except SessionLost:
-        if pn.state.location is not None:
-            pn.state.location.reload = True
-        return pn.pane.Markdown("Your session has ended. [Sign in again](login).")
-    return Explorer(account)
+    if identity is None:
+        return _session_ended()
+    page = pn.Column(
+        pn.pane.Markdown("*Opening your lineups…*", css_classes=["opening"]), sizing_mode="stretch_width",
+    )
+
+    async def open_account() -> None:
+        try:
+            account = await off_loop(Account.open, context, identity)
+        except SessionLost:
+            page.objects = [_session_ended()]
+            return
+        page.objects = [Explorer(account)]
+
+    pn.state.onload(open_account)
+    return page
+
+
+def _session_ended() -> pn.viewable.Viewable:
+    if pn.state.location is not None:
+        pn.state.location.reload = True
+    return pn.pane.Markdown("Your session has ended. [Sign in again](login).")
 
 
 class NotFoundHandler(RequestHandler):
@@ -146,11 +161,19 @@ def _session_key(secret: str) -> str:
 class ExplorerApp:
     """The explorer as a Tornado application served under /explorer."""
 
-    def __init__(self, context: ExplorerContext, websocket_origins: Sequence[str], secure_cookie: bool | None = None):
+    def __init__(
+        self, context: ExplorerContext, websocket_origins: Sequence[str], secure_cookie: bool | None = None,
+        sign_in_limiter: SignInLimiter | None = None,
+    ):
+        """`sign_in_limiter` counts sign-in attempts per client address (the API's
+        rate limiter, given by the server entry point; issue 16 item 8)."""
         codec = CookieCodec(context.secrets)
         if secure_cookie is None:
             secure_cookie = context.base_url.startswith("https:")
-        page_args = {"sessions": context.sessions, "codec": codec, "secure": secure_cookie}
+        page_args = {
+            "sessions": context.sessions, "codec": codec, "secure": secure_cookie,
+            "is_live": context.book.is_live, "end": context.book.end, "limiter": sign_in_limiter,
+        }
         def page() -> pn.viewable.Viewable:
             # A plain function: Panel calls functions per session (a partial it would
             # wrap as a reactive pane instead).
@@ -161,7 +184,7 @@ class ExplorerApp:
             applications,
             prefix=APP_PATH,
             extra_websocket_origins=create_hosts_allowlist(list(websocket_origins), None),
-            auth_provider=ExplorerAuth(context.sessions, codec),
+            auth_provider=ExplorerAuth(context.sessions, codec, context.book.is_live),
             extra_patterns=[("/login", LoginHandler, page_args), ("/logout", LogoutHandler, page_args)],
             index=INDEX_HTML,
             ico_path=str(DIST_DIR / "images" / "favicon.ico"),

@@ -2,23 +2,32 @@
 Bokeh auth provider that guards the Panel app (issue 6, "Login").
 
 A buyer signs in with an API key. The key is checked exactly as the API checks it
-(`store.accounts.authenticate`, C5) and is then forgotten: the session cookie carries
-only the buyer id and the key's row id, signed with the service's first signing
-secret (all of them verify, so a secret roll-over keeps sessions alive). The cookie
+(`store.access.accounts.authenticate`, C5) and is then forgotten: the session cookie carries
+only the buyer id, the key's row id and a random id of this sign-in, signed with the
+service's first signing secret (all of them verify, so a secret roll-over keeps
+sessions alive). The cookie
 is HttpOnly, SameSite=Lax, limited to `/explorer`, and Secure when the service is
 served over https.
+
+Sign-in attempts are counted per client address by the API's rate limiter, passed in
+by the server entry point (`cli/serve.py`), under the same name as the API's requests
+with unknown keys (`addr:<address>`): guesses through the form and through the API
+share one budget (C5: 100 a minute), and one more is refused with 429 (issue 16 item 8).
 
 Nothing is trusted from the cookie beyond "this browser signed in with that key":
 every page load, websocket handshake and explorer action re-reads the key and the
 buyer from the store (`check`), so a revoked key or a suspended buyer loses the
-session at once.
+session at once; and asks the session book (`explorer.session.SessionBook`) whether
+the sign-in was ended by a logout, so that logging out ends it on the server, for
+every tab and for a copy of the cookie.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import html
-from typing import Mapping
+import secrets
+from typing import Any, Callable, Mapping, Protocol
 from urllib.parse import quote, urlsplit
 
 from bokeh.server.auth_provider import AuthProvider
@@ -26,10 +35,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from tornado.ioloop import IOLoop
 from tornado.web import RequestHandler, create_signed_value, decode_signed_value
 
-from store import accounts
-from store.db import transaction
-from store.errors import LineupsError, Unauthorized
-from store.schema import ApiKey, Buyer
+from store.access import accounts
+from store.database.db import transaction
+from store.errors import LineupsError, RateLimited, Unauthorized
+from store.database.schema import ApiKey, Buyer
 
 APP_PATH = "/explorer"
 LOGIN_PATH = "/explorer/login"
@@ -41,18 +50,20 @@ MAX_AGE_DAYS = 7
 
 @dataclasses.dataclass(frozen=True)
 class Identity:
-    """Who signed in: the buyer and the row of the API key they used."""
+    """Who signed in: the buyer, the row of the API key they used, and the id of
+    this sign-in (which a logout ends)."""
 
     buyer_id: str
     key_id: str
+    session_id: str
 
     def text(self) -> str:
-        return f"{self.buyer_id} {self.key_id}"
+        return f"{self.buyer_id} {self.key_id} {self.session_id}"
 
     @classmethod
     def parse(cls, text: str) -> "Identity | None":
         parts = text.split(" ")
-        return cls(*parts) if len(parts) == 2 and all(parts) else None
+        return cls(*parts) if len(parts) == 3 and all(parts) else None
 
 
 class CookieCodec:
@@ -91,7 +102,7 @@ def login(session: Session, key: str) -> Identity:
     key = (key or "").strip()
     buyer = accounts.authenticate(session, key)
     row = accounts.find_key(session, key)
-    return Identity(buyer.id, row.id)
+    return Identity(buyer.id, row.id, secrets.token_urlsafe(16))
 
 
 def check(session: Session, identity: Identity) -> Buyer:
@@ -107,10 +118,14 @@ def check(session: Session, identity: Identity) -> Buyer:
     )
 
 
-def current_identity(sessions: sessionmaker[Session], codec: CookieCodec, cookie: str | None) -> Identity | None:
-    """The identity of a cookie value when the store still accepts it, else None."""
+def current_identity(
+    sessions: sessionmaker[Session], codec: CookieCodec, cookie: str | None,
+    is_live: Callable[[str], bool] = lambda session_id: True,
+) -> Identity | None:
+    """The identity of a cookie value when its sign-in is live (`is_live`) and the
+    store still accepts it, else None."""
     identity = codec.decode(cookie)
-    if identity is None:
+    if identity is None or not is_live(identity.session_id):
         return None
     try:
         with transaction(sessions) as session:
@@ -127,15 +142,19 @@ class ExplorerAuth(AuthProvider):
     The login and logout pages are not this provider's handlers (Bokeh would mount
     them without arguments); `explorer_routes` mounts them with their dependencies."""
 
-    def __init__(self, sessions: sessionmaker[Session], codec: CookieCodec):
+    def __init__(self, sessions: sessionmaker[Session], codec: CookieCodec, is_live: Callable[[str], bool]):
         self._sessions = sessions
         self._codec = codec
+        self._is_live = is_live
         super().__init__()
 
     @property
-    def get_user(self):
-        def user(handler: RequestHandler) -> str | None:
-            identity = current_identity(self._sessions, self._codec, handler.get_cookie(COOKIE))
+    def get_user_async(self):
+        # The store is read on a thread: never on the event loop the API shares.
+        async def user(handler: RequestHandler) -> str | None:
+            identity = await IOLoop.current().run_in_executor(
+                None, current_identity, self._sessions, self._codec, handler.get_cookie(COOKIE), self._is_live
+            )
             return identity.text() if identity else None
 
         return user
@@ -148,13 +167,27 @@ class ExplorerAuth(AuthProvider):
         return "/.." + LOGIN_PATH
 
 
+class SignInLimiter(Protocol):
+    """What the sign-in form needs of a rate limiter (the API's `Limiter`): `hit(key)`
+    counts an attempt and returns something with `allowed` and `retry_after`."""
+
+    def hit(self, key: str) -> Any: ...
+
+
 class _AuthPageHandler(RequestHandler):
     """Shared by the login and logout pages: dependencies and the cookie."""
 
-    def initialize(self, sessions: sessionmaker[Session], codec: CookieCodec, secure: bool = False):
+    def initialize(
+        self, sessions: sessionmaker[Session], codec: CookieCodec, secure: bool = False,
+        is_live: Callable[[str], bool] = lambda session_id: True, end: Callable[[str], None] = lambda session_id: None,
+        limiter: SignInLimiter | None = None,
+    ):
         self.sessions = sessions
         self.codec = codec
         self.secure = secure
+        self.is_live = is_live
+        self.end = end
+        self.limiter = limiter
 
     def set_default_headers(self) -> None:
         self.set_header("Cache-Control", "no-store")
@@ -173,7 +206,7 @@ class LoginHandler(_AuthPageHandler):
         cookie = self.get_cookie(COOKIE)
         if cookie:
             identity = await IOLoop.current().run_in_executor(
-                None, current_identity, self.sessions, self.codec, cookie
+                None, current_identity, self.sessions, self.codec, cookie, self.is_live
             )
             if identity is not None:  # signed in already
                 self.redirect(self._next())
@@ -189,9 +222,11 @@ class LoginHandler(_AuthPageHandler):
         self.check_xsrf_cookie()
         key = self.get_body_argument("api_key", "")
         try:
-            identity = await IOLoop.current().run_in_executor(None, self._login, key)
+            identity = await IOLoop.current().run_in_executor(None, self._login, key, self.request.remote_ip)
         except LineupsError as error:
             self.set_status(error.status)
+            if isinstance(error, RateLimited):
+                self.set_header("Retry-After", str(error.retry_after))
             message = "That API key is not valid." if isinstance(error, Unauthorized) else error.message
             self.write(login_page(self.xsrf_form_html(), self._next(), error=message))
             return
@@ -205,7 +240,12 @@ class LoginHandler(_AuthPageHandler):
         )
         self.redirect(self._next())
 
-    def _login(self, key: str) -> Identity:
+    def _login(self, key: str, address: str) -> Identity:
+        """The identity of `key`, once the attempt is counted (RateLimited beyond)."""
+        hit = self.limiter.hit(f"addr:{address}") if self.limiter is not None else None
+        if hit is not None and not hit.allowed:
+            raise RateLimited(f"Too many sign-in attempts from your address; try again in {hit.retry_after} s",
+                              retry_after=hit.retry_after)
         with transaction(self.sessions) as session:
             return login(session, key)
 
@@ -220,9 +260,13 @@ class LoginHandler(_AuthPageHandler):
 
 
 class LogoutHandler(_AuthPageHandler):
-    """Ends the session and shows the sign-in form again."""
+    """Ends the session on the server (every tab, every copy of the cookie) and
+    shows the sign-in form again."""
 
     def get(self) -> None:
+        identity = self.codec.decode(self.get_cookie(COOKIE))
+        if identity is not None:
+            self.end(identity.session_id)
         self.clear_session()
         self.redirect(f"{LOGIN_PATH}?logged_out=1")
 

@@ -1,5 +1,6 @@
-"""The lineups view's charts: the frames they show (pure functions of the selected
-rows) and the Bokeh figures drawn from them.
+"""The lineups view's charts: the frames they show (pure functions of the result's
+totals, which the store computes in SQL: `store.views.lineups.Summary`) and the Bokeh
+figures drawn from them.
 
 - Quantity by commodity group per week: the sum of `quantity` of the rows measured
   in tonnes (`MT`), by the week (Monday, UTC) of their `combined_date`, stacked by
@@ -21,7 +22,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 from bokeh.core.properties import field
-from bokeh.models import ColumnDataSource, FactorRange, Legend, LegendItem
+from bokeh.models import ColumnDataSource, FactorRange, HoverTool, Legend, LegendItem, TapTool
 from bokeh.plotting import figure
 
 UNRESOLVED = "Unresolved"
@@ -40,42 +41,49 @@ GROUP_COLORS = (
 NOTHING = "–"
 
 
-def weekly_quantity(rows: pd.DataFrame) -> pd.DataFrame:
-    """Columns week (Monday, text), group, kt (thousand tonnes), one row per pair."""
-    tonnes = rows[(rows["quantity_unit"] == "MT") & rows["combined_date"].notna() & rows["quantity"].notna()]
+def weekly_quantity(tonnes: pd.DataFrame) -> pd.DataFrame:
+    """Columns week (Monday, text), group, kt (thousand tonnes), one row per pair, from
+    `Summary.tonnes` (tonnes per day since the epoch and group, summed in SQL)."""
     if tonnes.empty:
         return pd.DataFrame({"week": pd.Series(dtype=object), "group": pd.Series(dtype=object), "kt": pd.Series(dtype=float)})
-    days = pd.to_datetime(tonnes["combined_date"], utc=True).dt.tz_localize(None).dt.normalize()
+    days = pd.to_datetime(tonnes["day"].astype("int64"), unit="D")
     monday = days - pd.to_timedelta(days.dt.day_of_week, unit="D")
     frame = pd.DataFrame(
         {
             "week": monday.dt.strftime("%Y-%m-%d").astype(object),
-            "group": tonnes["commodity_normalized_group"].astype(object).where(
-                tonnes["commodity_normalized_group"].notna(), UNRESOLVED
-            ),
-            "kt": pd.to_numeric(tonnes["quantity"], errors="coerce").astype(float) / 1000.0,
+            "group": tonnes["group"].astype(object).where(tonnes["group"].notna(), UNRESOLVED),
+            "kt": pd.to_numeric(tonnes["tonnes"], errors="coerce").astype(float) / 1000.0,
         }
     )
     return frame.groupby(["week", "group"], as_index=False)["kt"].sum().sort_values(["week", "group"], ignore_index=True)
 
 
-def status_by_port(rows: pd.DataFrame) -> pd.DataFrame:
-    """Columns port (name and LOCODE), status, vessels: distinct vessels per pair."""
-    if rows.empty:
+def left_out(units: Mapping[str | None, int]) -> dict[str, int]:
+    """{unit: rows} of the rows with a quantity that the tonnes chart cannot add up
+    (barrels, units…, or no unit), largest first, from `Summary.units`."""
+    named = {("no unit" if unit is None else str(unit)): int(n) for unit, n in units.items() if n}
+    return dict(sorted(named.items(), key=lambda item: (-item[1], item[0])))
+
+
+def status_by_port(statuses: pd.DataFrame) -> pd.DataFrame:
+    """Columns port (name and LOCODE), status, vessels: distinct vessels per pair, from
+    `Summary.statuses` (counted in SQL)."""
+    if statuses.empty:
         return pd.DataFrame({"port": pd.Series(dtype=object), "status": pd.Series(dtype=object), "vessels": pd.Series(dtype=int)})
-    port = rows["port_name"].astype(object).where(rows["port_name"].notna(), rows["port_unlocode"])
-    vessel = rows["vessel_key"] if "vessel_key" in rows else rows["vessel_name"]
+    code = statuses["port_unlocode"].astype(str)
+    name = statuses["port_name"].astype(object).where(statuses["port_name"].notna(), code)
     frame = pd.DataFrame(
         {
-            "port": (port.astype(str) + " (" + rows["port_unlocode"].astype(str) + ")").astype(object),
-            "status": rows["vessel_status"].astype(object).where(rows["vessel_status"].notna(), NO_STATUS),
-            "vessel": vessel.astype(object),
+            "port": (name.astype(str) + " (" + code + ")").astype(object),
+            "status": statuses["status"].astype(object).where(
+                statuses["status"].notna(), NO_STATUS
+            ),
+            "vessels": statuses["vessels"].astype(int),
         }
     )
-    counts = frame.groupby(["port", "status"], as_index=False)["vessel"].nunique()
-    counts = counts.rename(columns={"vessel": "vessels"})
+    counts = frame.groupby(["port", "status"], as_index=False)["vessels"].sum()
     order = {s: i for i, s in enumerate(STATUS_ORDER)}
-    counts["_order"] = counts["status"].map(order).fillna(len(order))
+    counts = counts.assign(_order=counts["status"].map(order).fillna(len(order)))
     return counts.sort_values(["port", "_order"], ignore_index=True).drop(columns="_order")
 
 
@@ -107,6 +115,8 @@ def _stacks(
         "start": bars["start"].tolist(),
         "end": bars["end"].tolist(),
         "color": [colors[name] for name in bars[layer]],
+        # What the hover shows: the bar's own amount (tonnes for the weekly chart).
+        "value": (bars[value].astype(float) * (1000 if value == "kt" else 1)).round().tolist(),
     }
 
 
@@ -125,12 +135,15 @@ def weekly_quantity_chart(groups: Sequence[str], **options) -> figure:
         x_axis_label="Week starting (UTC)", y_axis_label="thousand tonnes", **options,
     )
     chart.tags = list(groups)  # the stacking order, which draw_weekly_quantity reads
-    source = ColumnDataSource({"week": [], "group": [], "start": [], "end": [], "color": []})
+    source = ColumnDataSource({"week": [], "group": [], "start": [], "end": [], "color": [], "value": []})
     bars = chart.vbar(
         x="week", bottom="start", top="end", width=0.8, color="color", line_color="black", source=source,
     )
     chart.y_range.start = 0
     chart.xaxis.major_label_orientation = math.pi / 4
+    chart.add_tools(HoverTool(renderers=[bars], tooltips=[
+        ("Week starting", "@week"), ("Group", "@group"), ("Tonnes", "@value{0,0}"),
+    ]))
     _legend(chart, bars, "group", "below", orientation="horizontal")
     return chart
 
@@ -150,11 +163,12 @@ def status_by_port_chart(**options) -> figure:
         "Vessels by status per port", 240, y_range=FactorRange(factors=[NOTHING]), x_axis_label="vessels",
         **options,
     )
-    source = ColumnDataSource({"port": [], "status": [], "start": [], "end": [], "color": []})
+    source = ColumnDataSource({"port": [], "status": [], "start": [], "end": [], "color": [], "value": []})
     bars = chart.hbar(
         y="port", left="start", right="end", height=0.8, color="color", line_color="black", source=source,
     )
     chart.x_range.start = 0
+    chart.add_tools(HoverTool(renderers=[bars], tooltips=[("Port", "@port"), ("Status", "@status"), ("Vessels", "@value{0,0}")]))
     _legend(chart, bars, "status", "right")
     return chart
 
@@ -166,3 +180,19 @@ def draw_status_by_port(chart: figure, frame: pd.DataFrame) -> None:
     chart.y_range.factors = ports or [NOTHING]
     chart.height = max(240, 28 * len(ports) + 90)
     chart.renderers[0].data_source.data = _stacks(frame, "port", "status", "vessels", STATUS_ORDER, STATUS_COLORS)
+
+
+def on_bar_click(chart: figure, callback) -> None:
+    """Call `callback(factor)` with the week or port of a bar the buyer clicks (the
+    selection is cleared again, so the same bar can be clicked twice)."""
+    chart.add_tools(TapTool())
+    source = chart.renderers[0].data_source
+    axis = "week" if "week" in source.data else "port"
+
+    def clicked(_attr, _old, new) -> None:
+        if new:
+            factor = source.data[axis][new[0]]
+            source.selected.indices = []
+            callback(factor)
+
+    source.selected.on_change("indices", clicked)

@@ -1,6 +1,6 @@
 """The explorer's CSV download: the whole filtered result as one C9 document.
 
-The text is `store.csvtext`'s, the same writer behind the API's CSV pages and share
+The text is `store.views.csvtext`'s, the same writer behind the API's CSV pages and share
 links, so a download and an export of the same rows are the same bytes.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from store.csvtext import csv_document
+from store.views.csvtext import csv_document
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:

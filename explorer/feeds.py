@@ -1,6 +1,6 @@
 """The feeds screen's state (C7): the buyer's subscribed feeds with their ports,
-ratings, subscription status and the coverage of every field, read from the store
-when the screen opens."""
+ratings, subscription status, freshness (when its last record arrived) and the coverage of
+every field, read from the store (on the explorer's threads) when the screen opens."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pandas as pd
 import param
 
 from explorer.session import Account, SessionLost, feed_list
-from store.coverage import feed_schema
-from store.feeds import find_feed
+from store.views.coverage import feed_schema
+from store.intake.feeds import find_feed
 from store.fields import RECORD_FIELDS
 
 
@@ -23,14 +23,9 @@ class FeedsModel(param.Parameterized):
     refresh = param.Event(label="Refresh", doc="Read the feeds from the store (first done when the screen opens).")
 
     @param.depends("refresh", watch=True)
-    def _load(self) -> None:
+    async def _load(self) -> None:
         try:
-            with self.account.store() as (session, buyer):
-                feeds = []
-                for source in feed_list(session, buyer.id):
-                    schema = feed_schema(session, find_feed(session, source["id"]))
-                    coverage = {f["name"]: f["coverage"] for f in schema["fields"]}
-                    feeds.append({**source, "record_count": schema["record_count"], "coverage": coverage})
+            feeds = await self.account.run(lambda session, buyer: _feeds(session, buyer.id))
         except SessionLost:
             return
         self.feeds = feeds
@@ -44,3 +39,17 @@ class FeedsModel(param.Parameterized):
             for name in RECORD_FIELDS
         ]
         return pd.DataFrame(rows, columns=["feed", "field", "coverage"])
+
+
+def _feeds(session, buyer_id: str) -> list[dict]:
+    """The buyer's feeds (C7) with their record count, coverage and freshness."""
+    feeds = []
+    for source in feed_list(session, buyer_id):
+        schema = feed_schema(session, find_feed(session, source["id"]))
+        coverage = {f["name"]: f["coverage"] for f in schema["fields"]}
+        feeds.append(
+            {**source, "record_count": schema["record_count"], "coverage": coverage,
+             "updated_at": schema.get("updated_at"), "first_date": schema.get("first_date"),
+             "last_date": schema.get("last_date")}
+        )
+    return feeds

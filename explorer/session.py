@@ -1,29 +1,73 @@
 """Who is using an explorer session, and the store they reach through it.
 
 `ExplorerContext` is what every session of one server process shares (the
-sessionmaker, the lineup service with its merge caches, the signing secrets, the
-public base URL). `Account` is one signed-in buyer: every action goes through
-`Account.store()`, which re-reads the API key and the buyer before doing anything,
-so that a revoked key or a suspended buyer ends the session on the next action.
+sessionmaker, the buyers' lineups (`store.views.lineups.Lineups`), the signing secrets, the
+public base URL, the book of signed-in sessions). `Account` is one signed-in buyer:
+every action goes through `Account.store()`, which re-reads the API key and the
+buyer, and asks the session book whether this sign-in is still live, before doing
+anything: a revoked key, a suspended buyer or a logout (in any tab) ends the
+session on the next action.
+
+Store work never runs on the event loop the explorer shares with the API: the
+screens' models await `Account.run(work)`, which runs `work` in `EXECUTOR`'s threads
+(`off_loop`) and comes back to the loop with the result (issue 17).
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any, Iterator
+from functools import partial
+from typing import Any, Callable, Iterator, TypeVar
 
 import param
 from sqlalchemy.orm import Session, sessionmaker
 
-from explorer import auth
-from store import accounts
-from store.db import transaction
+from explorer import auth, data
+from store.access import accounts, signins
+from store.database.db import transaction
 from store.errors import LineupsError
-from store.feeds import feed_dict
-from store.lineups import LineupService
-from store.schema import Buyer
-from store.taxonomy import Taxonomy, default_taxonomy
+from store.intake.feeds import feed_dict
+from store.views.lineups import Lineups
+from store.database.schema import Buyer
+from store.reference.taxonomy import Taxonomy, default_taxonomy
+
+
+T = TypeVar("T")
+
+#: The threads that run the explorer's store work (a few: the API keeps the loop's
+#: default executor for its own).
+EXECUTOR = ThreadPoolExecutor(max_workers=4, thread_name_prefix="explorer-store")
+
+
+async def off_loop(work: Callable[..., T], *args) -> T:
+    """`work(*args)`, run in `EXECUTOR` while the event loop serves others."""
+    return await asyncio.get_running_loop().run_in_executor(EXECUTOR, partial(work, *args))
+
+
+class SessionBook:
+    """The explorer's sign-ins that a logout ended (issue 17, item 5), kept in the
+    store (`store.access.signins`): a session cookie names its sign-in by a random
+    id; logging out records it, and every request and action asks `is_live`, in any
+    server process, after a restart too. Both block on the store: call them off the
+    event loop."""
+
+    def __init__(self, sessions: sessionmaker[Session], max_age_s: float = auth.MAX_AGE_DAYS * 86_400):
+        self._sessions = sessions
+        self._keep = dt.timedelta(seconds=max_age_s)
+
+    def end(self, session_id: str) -> None:
+        """Record that the sign-in `session_id` has ended."""
+        with transaction(self._sessions) as session:
+            signins.end(session, session_id, self._keep)
+
+    def is_live(self, session_id: str) -> bool:
+        """False once `session_id` was ended."""
+        with transaction(self._sessions) as session:
+            return not signins.has_ended(session, session_id)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,10 +75,16 @@ class ExplorerContext:
     """The dependencies of every explorer session in one server process."""
 
     sessions: sessionmaker[Session]
-    service: LineupService
+    service: Lineups
     secrets: tuple[str, ...]
     base_url: str
     taxonomy: Taxonomy = dataclasses.field(default_factory=default_taxonomy)
+    #: Ended sign-ins (made from `sessions` when not given).
+    book: SessionBook | None = None
+
+    def __post_init__(self) -> None:
+        if self.book is None:
+            object.__setattr__(self, "book", SessionBook(self.sessions))
 
 
 class SessionLost(Exception):
@@ -56,6 +106,7 @@ class Account(param.Parameterized):
     context = param.ClassSelector(class_=ExplorerContext, constant=True, precedence=-1)
     buyer_id = param.String(default="", constant=True)
     key_id = param.String(default="", constant=True)
+    session_id = param.String(default="", constant=True, doc="The sign-in (the cookie's), ended by a logout.")
     buyer_name = param.String(default="", constant=True)
     feeds = param.List(default=[], item_type=dict, precedence=-1, doc="""
         The buyer's feeds when the session opened (C7 source dicts).""")
@@ -66,6 +117,8 @@ class Account(param.Parameterized):
     def open(cls, context: ExplorerContext, identity: auth.Identity) -> "Account":
         """The account of a signed-in identity. Raises SessionLost when the store no
         longer accepts it."""
+        if not context.book.is_live(identity.session_id):
+            raise SessionLost("You signed out")
         try:
             with transaction(context.sessions) as session:
                 buyer = auth.check(session, identity)
@@ -76,6 +129,7 @@ class Account(param.Parameterized):
             context=context,
             buyer_id=buyer.id,
             key_id=identity.key_id,
+            session_id=identity.session_id,
             buyer_name=buyer.name,
             feeds=feeds,
         )
@@ -86,16 +140,45 @@ class Account(param.Parameterized):
         store. Raises SessionLost, and sets `lost`, when the check fails."""
         if self.lost:
             raise SessionLost("This session has ended")
+        try:
+            with self._checked() as (session, buyer):
+                yield session, buyer
+        except SessionLost:
+            self.lost = True
+            raise
+
+    async def run(self, work: Callable[[Session, Buyer], T]) -> T:
+        """`work(session, buyer)` in one checked transaction, on the explorer's
+        threads. Raises SessionLost (and sets `lost`, back on the loop) when the
+        session ended, and whatever `work` raises."""
+        if self.lost:
+            raise SessionLost("This session has ended")
+        try:
+            return await off_loop(self._work, work)
+        except SessionLost:
+            self.lost = True
+            raise
+
+    def _work(self, work: Callable[[Session, Buyer], T]) -> T:
+        with self._checked() as (session, buyer):
+            return work(session, buyer)
+
+    @contextmanager
+    def _checked(self) -> Iterator[tuple[Session, Buyer]]:
+        """A transaction whose session is still signed in (else SessionLost), with
+        the lineup service at hand for `explorer.data`."""
+        if not self.context.book.is_live(self.session_id):
+            raise SessionLost("You signed out")
         with transaction(self.context.sessions) as session:
             try:
-                buyer = auth.check(session, auth.Identity(self.buyer_id, self.key_id))
+                buyer = auth.check(session, auth.Identity(self.buyer_id, self.key_id, self.session_id))
             except LineupsError as error:
-                self.lost = True
                 raise SessionLost(error.message) from error
+            session.info[data.SERVICE] = self.context.service
             yield session, buyer
 
     @property
-    def service(self) -> LineupService:
+    def service(self) -> Lineups:
         return self.context.service
 
     @property

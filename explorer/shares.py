@@ -1,6 +1,7 @@
 """The share links screen's state (C8): create a link from the current filters, list
-the buyer's links with their filters in words, revoke one after a confirmation.
-Store work happens in `watch=True` methods, each through `Account.store()`."""
+the buyer's links with their names and filters in words, copy a listed link's URL
+again, revoke one after a confirmation. Store work happens in `watch=True` methods,
+each awaiting `Account.run()` (the explorer's threads, never the event loop)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import param
 
 from explorer.session import Account, SessionLost
 from explorer.state import LineupFilters
-from explorer.words import describe_filters
-from store import links
+from explorer.words import describe_filters, problem
+from store.access import links
 from store.errors import LineupsError
+from store.database.schema import ShareLink
 
 
 class SharesModel(param.Parameterized):
@@ -21,13 +23,15 @@ class SharesModel(param.Parameterized):
     account = param.ClassSelector(class_=Account, constant=True, precedence=-1)
     filters = param.ClassSelector(class_=LineupFilters, constant=True, precedence=-1)
     links = param.DataFrame(default=None, allow_None=True, precedence=-1, doc="""
-        The buyer's links, newest first, as `store.links.link_dict` gives them.""")
+        The buyer's links, newest first, as `store.access.links.link_dict` gives them.""")
     show_revoked = param.Boolean(default=False, label="Show revoked links")
+    link_name = param.String(default="", label="Name (optional)", doc="What the buyer calls the next link.")
     create = param.Event(label="Create share link")
     created_id = param.String(default="", precedence=-1, doc="The id of the link created last.")
-    url = param.String(default="", doc="The URL of the link created last.")
+    url = param.String(default="", doc="The URL of the link created (or picked to copy) last.")
     formula = param.String(default="", doc="The spreadsheet formula that imports it.")
     created_summary = param.String(default="")
+    copy_id = param.String(default="", precedence=-1, doc="A listed link whose URL to show again.")
     pending_revoke = param.String(default="", doc="The link waiting for the confirmation.")
     confirm_revoke = param.Event(label="Yes, revoke it")
     cancel_revoke = param.Event(label="Keep it")
@@ -36,35 +40,69 @@ class SharesModel(param.Parameterized):
 
     def __init__(self, account: Account, filters: LineupFilters, **params):
         super().__init__(account=account, filters=filters, **params)
-        self.reload()
+        param.parameterized.async_executor(self.reload)
 
-    def reload(self) -> None:
+    async def reload(self) -> None:
         """Read the buyer's links from the store."""
         try:
-            with self.account.store() as (session, buyer):
-                rows = [links.link_dict(link) for link in links.list_links(session, buyer.id)]
+            rows = await self.account.run(
+                lambda session, buyer: [_listed(link) for link in links.list_links(session, buyer.id)]
+            )
         except SessionLost:
             return
         self.links = pd.DataFrame(rows, columns=_LINK_COLUMNS)
 
     @param.depends("create", watch=True)
-    def _create(self) -> None:
+    async def _create(self) -> None:
         context = self.account.context
+        args, name = self.filters.to_args(), self.link_name.strip()[:80]
+
+        def create(session, buyer):
+            link, token = links.create_link(session, buyer, args, context.secrets)
+            if name:
+                link.label = name
+                session.flush()
+            return link.id, token, describe_filters(link.filters, self.account.feed_names)
+
         try:
-            with self.account.store() as (session, buyer):
-                link, token = links.create_link(session, buyer, self.filters.to_args(), context.secrets)
-                summary = describe_filters(link.filters, self.account.feed_names)
+            link_id, token, summary = await self.account.run(create)
         except SessionLost:
             return
         except LineupsError as error:
-            self.param.update(error=error.message, notice="", url="", formula="")
+            self.param.update(error=problem(error), notice="", url="", formula="")
             return
         url = links.url_for(context.base_url, token)
         self.param.update(
-            created_id=link.id, url=url, formula=f'=IMPORTDATA("{url}")', created_summary=summary, error="",
+            created_id=link_id, url=url, formula=f'=IMPORTDATA("{url}")', link_name="",
+            created_summary=f"{name} · {summary}" if name else summary, error="",
             notice="Link created. Anyone who has the URL can read these rows until you revoke it.",
         )
-        self.reload()
+        await self.reload()
+
+    @param.depends("copy_id", watch=True)
+    async def _copy_again(self) -> None:
+        """Show a listed link's URL and formula again (its token, signed afresh)."""
+        link_id = self.copy_id
+        if not link_id:
+            return
+        secrets = self.account.context.secrets
+
+        def token(session, buyer):
+            link = links.find_link(session, link_id, buyer.id)
+            return None if link.revoked_at else (links.token_for(link, secrets), _title(link.label, link.filters, self.account.feed_names))
+
+        try:
+            found = await self.account.run(token)
+        except SessionLost:
+            return
+        except LineupsError:
+            found = None
+        self.copy_id = ""
+        if found is None:
+            self.param.update(notice="", error="This link is revoked: it cannot be used any more.")
+            return
+        url = links.url_for(self.account.context.base_url, found[0])
+        self.param.update(created_id=link_id, url=url, formula=f'=IMPORTDATA("{url}")', created_summary=found[1], error="", notice="")
 
     def request_revoke(self, link_id: str) -> None:
         """Ask for the confirmation of revoking `link_id` (one of the listed links)."""
@@ -73,26 +111,39 @@ class SharesModel(param.Parameterized):
         if row.empty:
             return
         if _short_text(row["revoked_at"].iloc[0]):
-            self.param.update(notice="This link is revoked already.", pending_revoke="")
+            self.param.update(notice="", error="This link is already revoked: nothing was changed.", pending_revoke="")
             return
         self.param.update(pending_revoke=link_id, notice="", error="")
 
     @param.depends("confirm_revoke", watch=True)
-    def _revoke(self) -> None:
-        if not self.pending_revoke:
+    async def _revoke(self) -> None:
+        link_id = self.pending_revoke
+        if not link_id:
             return
+
+        def revoke(session, buyer):
+            link = links.find_link(session, link_id, buyer.id)
+            already = link.revoked_at is not None
+            links.revoke_link(session, link)
+            return already
+
         try:
-            with self.account.store() as (session, buyer):
-                links.revoke_link(session, links.find_link(session, self.pending_revoke, buyer.id))
+            already = await self.account.run(revoke)
         except SessionLost:
             return
         except LineupsError as error:
-            self.param.update(error=error.message, pending_revoke="")
+            self.param.update(error=problem(error), pending_revoke="")
             return
-        if self.pending_revoke == self.created_id:
+        if link_id == self.created_id:
             self.param.update(created_id="", url="", formula="", created_summary="")
-        self.param.update(pending_revoke="", notice="Link revoked: requests through it now get 401.")
-        self.reload()
+        if already:
+            self.param.update(pending_revoke="", notice="", error="This link was already revoked: nothing was changed.")
+        else:
+            self.param.update(
+                pending_revoke="", error="",
+                notice="Link revoked. Spreadsheets and scripts using this link will stop updating.",
+            )
+        await self.reload()
 
     @param.depends("cancel_revoke", watch=True)
     def _cancel(self) -> None:
@@ -108,11 +159,16 @@ class SharesModel(param.Parameterized):
         return pd.DataFrame(
             {
                 "id": listed["id"].astype(object),
-                "filters": pd.Series([describe_filters(f, names) for f in listed["filters"]], index=listed.index, dtype=object),
+                "filters": pd.Series(
+                    [_title(label, f, names) for label, f in zip(listed["label"], listed["filters"])], index=listed.index, dtype=object
+                ),
                 "created": listed["created_at"].map(_short_text).astype(object),
                 "last_used": listed["last_used_at"].map(lambda t: _short_text(t) or "never").astype(object),
                 "uses": listed["use_count"].astype(int),
                 "status": listed["revoked_at"].map(lambda t: f"revoked {_short_text(t)}" if _short_text(t) else "active").astype(object),
+                # Actions as words in their own cells: none on a revoked link.
+                "copy": listed["revoked_at"].map(lambda t: "" if _short_text(t) else "Copy URL").astype(object),
+                "revoke": listed["revoked_at"].map(lambda t: "" if _short_text(t) else "Revoke").astype(object),
             }
         ).reset_index(drop=True)
 
@@ -126,7 +182,17 @@ class SharesModel(param.Parameterized):
         return describe_filters(row["filters"].iloc[0], self.account.feed_names)
 
 
-_LINK_COLUMNS = ["id", "buyer_id", "filters", "query", "created_at", "last_used_at", "use_count", "revoked_at"]
+_LINK_COLUMNS = ["id", "buyer_id", "filters", "query", "created_at", "last_used_at", "use_count", "revoked_at", "label"]
+
+
+def _listed(link: ShareLink) -> dict:
+    return {**links.link_dict(link), "label": link.label}
+
+
+def _title(label: str | None, filters: dict, feed_names: dict[str, str]) -> str:
+    """A link as the list names it: its name (if any) and its filters in words."""
+    words = describe_filters(filters, feed_names)
+    return f"{label} · {words}" if isinstance(label, str) and label else words
 
 
 def _short_text(value: str | None) -> str:

@@ -1,47 +1,86 @@
 """The explorer's state: param classes for the lineup query and what it selects.
 
 `LineupFilters` holds one /v1/lineups query: its widgets are made from its params,
-`to_args()` gives exactly the API's query parameters, and `query()` validates them
-with the API's own parser, so an invalid combination fails with the API's message.
-`LineupsModel` holds what the store answered for the buyer: the selected rows, their
-count, the error message, and the provenance of the row the buyer picked. Derived
-data (the table, the chart frames) come from `@param.depends` methods; store work
-happens only in `watch=True` methods, each through `Account.store()`.
+`to_args()` gives exactly the API's query parameters (and the page's URL, issue 17
+item 6), `set_args()` reads them back, and `query()` validates them with the API's
+own parser. `LineupsModel` holds what the store answered for the buyer: the count,
+the page of rows on screen, the charts' totals (computed in SQL), the message when
+there is nothing to show, and the provenance of the row the buyer picked. Nothing it
+holds grows with the result: the CSV download reads the result when asked. Store work happens only in `watch=True` methods, each awaiting
+`Account.run()` (the explorer's threads, never the event loop), and always goes
+through `explorer.data`.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import io
-from typing import Any
+import logging
+from typing import Any, Mapping
 
 import pandas as pd
 import param
 
-from explorer import charts
+from explorer import charts, data
 from explorer.csvfile import csv_bytes
+from store.merging.duplicates import WINDOW, likely_duplicates
 from explorer.session import Account, SessionLost
-from explorer.words import describe_filters
-from store import history
+from explorer.words import describe_filters, problem
+from store.intake import history
 from store.errors import LineupsError
 from store.fields import RECORD_FIELDS, format_time
-from store.query import LineupQuery, parse_query
+from store.views.lineups import Summary
+from store.views.query import LineupQuery, parse_query
+
+log = logging.getLogger("lineups.explorer")
 
 ALL = "all"
 MERGE_MODES = {"Merge all feeds": "all", "One row per feed": "by_source"}
-#: Columns of the table on screen (the download has all of C1).
-TABLE_COLUMNS = (
-    "id", "vessel_name", "vessel_imo", "port", "commodity", "operation", "quantity",
-    "quantity_unit", "eta", "etb", "etd", "vessel_status", "source_name",
-)
-TABLE_TITLES = {
-    "vessel_name": "Vessel", "vessel_imo": "IMO", "port": "Port", "commodity": "Commodity",
-    "operation": "Operation", "quantity": "Quantity", "quantity_unit": "Unit", "eta": "ETA",
-    "etb": "ETB", "etd": "ETD", "vessel_status": "Status", "source_name": "Feeds",
+PAGE_SIZE = 50
+#: The table's columns: what each shows, in the order of the column chooser.
+COLUMN_TITLES = {
+    "vessel": "Vessel", "port": "Port", "commodity": "Commodity", "qty": "Qty", "eta": "ETA (UTC)",
+    "etb": "ETB (UTC)", "status": "Status", "feeds": "Feeds", "imo": "IMO", "operation": "Operation",
+    "etd": "ETD (UTC)", "country": "Country", "berth": "Berth", "shipper": "Shipper", "receiver": "Receiver",
+    "charterer": "Charterer", "updated": "Updated (UTC)",
 }
+DEFAULT_COLUMNS = ["vessel", "port", "commodity", "qty", "eta", "etb", "status", "feeds"]
+#: The orders a buyer can pick: label → (column of `explorer.data.SORTABLE`, or "" for C3's).
+SORT_ORDERS = {
+    "Date (earliest ETA, ETB or ETD)": "", "Vessel": "vessel_name", "Port": "port_name",
+    "Commodity": "commodity_normalized", "Quantity": "quantity", "ETA": "eta", "ETB": "etb", "ETD": "etd",
+    "Status": "vessel_status", "Feeds": "source_name", "IMO": "vessel_imo", "Operation": "operation",
+    "Country": "country_name", "Last updated": "updated_at",
+}
+FAILED = "The lineups could not be loaded, so none are shown. Try again in a moment, or reload the page."
+CHARTS_FAILED = "The charts could not be drawn for these filters. Try again in a moment, or reload the page."
+
+
+def today() -> dt.date:
+    """Today in UTC, the explorer's calendar."""
+    return dt.datetime.now(dt.timezone.utc).date()
 
 
 def empty_rows() -> pd.DataFrame:
     return pd.DataFrame({name: pd.Series(dtype=object) for name in RECORD_FIELDS})
+
+
+def commodity_tree(taxonomy) -> dict[str, str]:
+    """The commodity filter's choices, label → taxonomy name, in tree order: each
+    group, then each of its subgroups followed by its commodities. A label starts
+    with its own name (the search matches the start), then where it sits:
+    "Soybeans · Dry Bulk › Grains & Oilseeds"."""
+    leaves: dict[tuple[str, str], list[str]] = {}
+    for leaf in taxonomy.leaves:
+        leaves.setdefault((leaf.group, leaf.subgroup), []).append(leaf.name)
+    tree: dict[str, str] = {}
+    for group in taxonomy.groups():
+        tree[f"{group} (all)"] = group
+        for subgroup in taxonomy.subgroups(group):
+            tree[f"{subgroup} · {group} (all)"] = subgroup
+            for name in sorted(leaves.get((group, subgroup), [])):
+                tree[f"{name} · {group} › {subgroup}"] = name
+    return tree
 
 
 class LineupFilters(param.Parameterized):
@@ -57,18 +96,37 @@ class LineupFilters(param.Parameterized):
     latest = param.Boolean(default=False, label="Latest call per vessel only")
     merge = param.Selector(default=ALL, objects=MERGE_MODES, label="Merge")
 
-    def __init__(self, feeds: list[dict[str, Any]] = (), commodities: list[str] = (), **params):
+    def __init__(self, feeds: list[dict[str, Any]] = (), commodities: Mapping[str, str] | list[str] = (), **params):
         super().__init__()
-        ports = {p["unlocode"]: p for feed in feeds for p in feed["ports"]}
+        self._feeds = list(feeds)
         self.param.source.objects = {"All my feeds": ALL, **{f["name"]: f["id"] for f in feeds}}
+        self.param.commodity.objects = dict(commodities) if isinstance(commodities, Mapping) else list(commodities)
+        self._narrow_places()
+        self.param.update(**params)
+
+    @param.depends("source", watch=True)
+    def _narrow_places(self) -> None:
+        """Offer the ports and countries of the chosen feed (all feeds: all of theirs)."""
+        feeds = [f for f in self._feeds if self.source in (ALL, f["id"])]
+        ports = {p["unlocode"]: p for feed in feeds for p in feed["ports"]}
         self.param.port.objects = {
             "Any port": "",
             **{f"{p['name']} ({code})": code for code, p in sorted(ports.items(), key=lambda i: (i[1]["name"] or "", i[0]))},
         }
         countries = sorted({p["country_name"] for p in ports.values() if p["country_name"]})
         self.param.country.objects = {"Any country": "", **{c: c for c in countries}}
-        self.param.commodity.objects = list(commodities)
-        self.param.update(**params)
+        narrowed = {}
+        if self.port not in self.param.port.objects.values():
+            narrowed["port"] = ""
+        if self.country not in self.param.country.objects.values():
+            narrowed["country"] = ""
+        if narrowed:
+            self.param.update(**narrowed)
+
+    @classmethod
+    def of(cls, account: Account, **params) -> "LineupFilters":
+        """Filters offering the account's feeds, their ports and the taxonomy."""
+        return cls(account.feeds, commodity_tree(account.context.taxonomy), **params)
 
     def to_args(self) -> dict[str, list[str]]:
         """The query as /v1/lineups parameters (defaults left out)."""
@@ -93,6 +151,54 @@ class LineupFilters(param.Parameterized):
             args["merge"] = [self.merge]
         return args
 
+    def url_args(self) -> dict[str, str]:
+        """The page's query string: the API's parameters, and `source=all` when
+        nothing narrows the rows (a bare address opens on upcoming calls)."""
+        args = {name: values[0] for name, values in self.to_args().items()}
+        return args or {"source": ALL}
+
+    def set_args(self, args: Mapping[str, str], taxonomy) -> list[str]:
+        """Set every filter from /v1/lineups parameters (a URL's query), the others to
+        their defaults. Returns what could not be used, in words (the rest applies)."""
+        values: dict[str, Any] = {name: self.param[name].default for name in _FILTERS}
+        ignored: list[str] = []
+        source = args.get("source", ALL).lower()
+        if source in self.param.source.objects.values():
+            values["source"] = source
+        else:
+            ignored.append("the feed in the address is not one of yours")
+        for name in ("port", "country"):
+            value = args.get(name, "")
+            value = value.upper() if name == "port" else value
+            # The port and country lists of the chosen feed, as `_narrow_places` makes them.
+            feeds = [f for f in self._feeds if values["source"] in (ALL, f["id"])]
+            known = {p["unlocode"] for f in feeds for p in f["ports"]} if name == "port" else {
+                p["country_name"] for f in feeds for p in f["ports"]}
+            match = next((k for k in known if k and k.lower() == value.lower()), None)
+            if value and match is None:
+                ignored.append(f"{value} is not a {name} of your feeds")
+            values[name] = match or ""
+        values["port_name"] = args.get("port_name", "")
+        for name, field in (("from", "date_from"), ("to", "date_to")):
+            if args.get(name):
+                try:
+                    values[field] = dt.date.fromisoformat(args[name])
+                except ValueError:
+                    ignored.append(f"“{args[name]}” is not a date")
+        if args.get("commodity"):
+            try:
+                values["commodity"] = list(taxonomy.parse_filter(args["commodity"]))
+            except LineupsError as error:
+                ignored.append(problem(error))
+        values["latest"] = args.get("latest", "false").lower() == "true"
+        values["merge"] = args.get("merge", ALL) if args.get("merge", ALL) in MERGE_MODES.values() else ALL
+        self.param.update(**values)
+        return ignored
+
+    def reset(self, first_day: dt.date | None) -> None:
+        """Every filter back to its default; `first_day`: the From date (upcoming calls)."""
+        self.param.update(**{**{name: self.param[name].default for name in _FILTERS}, "date_from": first_day})
+
     def query(self, taxonomy) -> LineupQuery:
         """The validated query. Raises ValidationError with the API's message."""
         query, _limit, _cursor = parse_query(self.to_args(), taxonomy.parse_filter)
@@ -102,111 +208,362 @@ class LineupFilters(param.Parameterized):
         return describe_filters({k: v[0] for k, v in self.to_args().items()}, feed_names)
 
 
+_FILTERS = ("source", "port", "country", "port_name", "date_from", "date_to", "commodity", "latest", "merge")
+
+
 class LineupsModel(param.Parameterized):
-    """The buyer's lineups under the current filters, and the row they look at."""
+    """The buyer's lineups under the current filters, the page on screen, and the row
+    they look at."""
 
     account = param.ClassSelector(class_=Account, constant=True, precedence=-1)
     filters = param.ClassSelector(class_=LineupFilters, constant=True, precedence=-1)
-    selection = param.DataFrame(default=None, allow_None=True, precedence=-1, doc="""
-        The rows of the query in C3 order (C1 columns and the merge's own).""")
+    page_rows = param.DataFrame(default=None, allow_None=True, precedence=-1, doc="""
+        The rows of the page on screen, in the chosen order.""")
     row_count = param.Integer(default=0, bounds=(0, None))
-    error = param.String(default="", doc="Why there are no rows: the API's message.")
+    page = param.Integer(default=0, bounds=(0, None), doc="The page on screen (0: the first).")
+    sort_by = param.Selector(default="", objects=SORT_ORDERS, label="Sort by")
+    descending = param.Boolean(default=False, label="Descending")
+    previous_page = param.Event(label="‹ Previous")
+    next_page = param.Event(label="Next ›")
+    columns = param.ListSelector(default=list(DEFAULT_COLUMNS), objects={t: c for c, t in COLUMN_TITLES.items()}, label="Columns")
+    busy = param.Boolean(default=False, doc="A query of rows (the page and the count) is running.")
+    charting = param.Boolean(default=False, doc="""
+        The charts' totals are being read (after the rows are on screen: a table
+        first, the charts when they are ready).""")
+    charts_problem = param.String(default="", doc="Why the charts show nothing, in the buyer's words.")
+    error = param.String(default="", doc="Why there are no rows, in the buyer's words.")
+    described = param.String(default="", doc="""
+        The filters of the rows on screen in words (set with the rows, never before).""")
+    duplicates = param.Dict(default={}, precedence=-1, doc="{row id on the page: why it looks like another row}.")
+    weekly = param.DataFrame(default=None, allow_None=True, precedence=-1, doc="`charts.weekly_quantity` of the result.")
+    statuses = param.DataFrame(default=None, allow_None=True, precedence=-1, doc="`charts.status_by_port` of the result.")
+    left_out = param.Dict(default={}, precedence=-1, doc="{unit: rows} the tonnes chart leaves out.")
     selected_id = param.String(default="", doc="The id of the row whose detail is shown.")
     detail = param.Dict(default=None, allow_None=True, precedence=-1, doc="""
-        The selected row's provenance (`explain`) and ETA history (`eta`).""")
+        The selected row's provenance (`explain`), ETA history (`eta`) and possible
+        duplicate (`duplicate`).""")
 
     def __init__(self, account: Account, **params):
-        taxonomy = account.context.taxonomy
-        commodities = [*taxonomy.groups(), *taxonomy.subgroups(), *sorted(l.name for l in taxonomy.leaves)]
-        params.setdefault("filters", LineupFilters(account.feeds, commodities))
+        params.setdefault("filters", LineupFilters.of(account))
         super().__init__(account=account, **params)
-        self.refresh()
+        self._generation = 0
+        self._page_generation = 0
+        # The first read: at once without a server, on the event loop's next turn in
+        # a served session (Panel's executor), its store work on the explorer's threads.
+        param.parameterized.async_executor(self.refresh)
 
     # ------------------------------------------------------------ store work
     @param.depends("filters.param", watch=True)
-    def refresh(self) -> None:
-        """Run the query for the current filters (C3)."""
+    async def refresh(self) -> None:
+        """Run the query for the current filters (C3): the count, the first page, the
+        charts. A later change wins over a query still running."""
+        self._generation += 1
+        generation = self._generation
+        taxonomy = self.account.context.taxonomy
         try:
-            query = self.filters.query(self.account.context.taxonomy)
-            with self.account.store() as (session, buyer):
-                rows = self.account.service.select(session, buyer.id, query).rows
+            query = self.filters.query(taxonomy)
+        except LineupsError as error:
+            self._show_nothing(problem(error))
+            return
+        self.busy = True
+        try:
+            result = await self.account.run(lambda session, buyer: _result(session, buyer.id, query, self._order()))
         except SessionLost:
             return
         except LineupsError as error:
-            self.param.update(selection=empty_rows(), row_count=0, error=error.message, selected_id="")
+            if generation == self._generation:
+                self._show_nothing(problem(error))
             return
-        self.param.update(selection=rows, row_count=len(rows), error="", selected_id="")
+        except Exception:
+            log.exception("The explorer could not read the lineups of %s", self.account.buyer_id)
+            if generation == self._generation:
+                self._show_nothing(FAILED)
+            return
+        finally:
+            if generation == self._generation:
+                self.busy = False
+        if generation != self._generation:
+            return
+        self._show(result)
+        await self._read_charts(query, generation)
+
+    async def _read_charts(self, query: LineupQuery, generation: int) -> None:
+        """The charts' totals of the result on screen, summed in SQL; a later filter
+        change wins, a failure is said under the charts."""
+        self.charting = True
+        try:
+            totals = await self.account.run(lambda session, buyer: _charts(session, buyer.id, query))
+        except SessionLost:
+            return
+        except Exception:
+            log.exception("The explorer could not total the lineups of %s", self.account.buyer_id)
+            totals = None
+        finally:
+            if generation == self._generation:
+                self.charting = False
+        if generation != self._generation:
+            return
+        if totals is None:
+            self.param.update(charts_problem=CHARTS_FAILED, **_charts_of(Summary.empty()))
+        else:
+            self.param.update(charts_problem="", **totals)
+
+    def read_now(self) -> None:
+        """Read the rows of the current filters at once, in this thread: for notebooks
+        and scripts, whose event loop would run `refresh` only later."""
+        self._generation += 1
+        try:
+            query = self.filters.query(self.account.context.taxonomy)
+            with self.account.store() as (session, buyer):
+                result = {**_result(session, buyer.id, query, self._order()), **_charts(session, buyer.id, query)}
+        except SessionLost:
+            return
+        except LineupsError as error:
+            self._show_nothing(problem(error))
+            return
+        self._show(result)
+
+    def _show(self, result: dict[str, Any]) -> None:
+        with param.parameterized.batch_call_watchers(self):
+            self._set_page_silently(0)
+            self.param.update(error="", selected_id="", described=self.summary(), busy=False, **result)
+
+    @param.depends("sort_by", "descending", watch=True)
+    async def _resort(self) -> None:
+        """Back to the first page, in the new order."""
+        self._set_page_silently(0)
+        await self._read_page()
+
+    @param.depends("page", watch=True)
+    async def _turn(self) -> None:
+        if not self._paging:
+            await self._read_page()
+
+    async def _read_page(self) -> None:
+        """Read the page on screen after paging or re-sorting."""
+        if self.row_count == 0:
+            return
+        self._page_generation += 1
+        generation, filters_generation = self._page_generation, self._generation
+        try:
+            query = self.filters.query(self.account.context.taxonomy)
+        except LineupsError:
+            return
+        offset, order = self.page * PAGE_SIZE, self._order()
+        self.busy = True
+        try:
+            rows, duplicates = await self.account.run(
+                lambda session, buyer: _page(session, buyer.id, query, offset, order)
+            )
+        except SessionLost:
+            return
+        except Exception:
+            log.exception("The explorer could not read a page of %s", self.account.buyer_id)
+            rows = None
+        finally:
+            self.busy = False
+        if generation != self._page_generation or filters_generation != self._generation:
+            return
+        if rows is None:
+            self._show_nothing(FAILED)
+        else:
+            self.param.update(page_rows=rows.reset_index(drop=True), duplicates=duplicates, selected_id="")
+
+    _paging = False
+
+    def _set_page_silently(self, page: int) -> None:
+        """Go to `page` without reading it (the caller has it)."""
+        self._paging = True
+        try:
+            self.page = page
+        finally:
+            self._paging = False
+
+    @param.depends("previous_page", watch=True)
+    def _previous(self) -> None:
+        self._step(-1)
+
+    @param.depends("next_page", watch=True)
+    def _next(self) -> None:
+        self._step(1)
+
+    def _step(self, by: int) -> None:
+        last = max(0, (self.row_count - 1) // PAGE_SIZE)
+        self.page = min(last, max(0, self.page + by))
+
+    def _order(self) -> tuple[str, bool] | None:
+        return (self.sort_by, not self.descending) if self.sort_by else None
+
+    def _show_nothing(self, message: str) -> None:
+        """No rows, and why: never the old rows under new filters."""
+        empty, nothing = empty_rows(), Summary.empty()
+        with param.parameterized.batch_call_watchers(self):
+            self._set_page_silently(0)
+            self.param.update(
+                page_rows=empty, row_count=0, error=message, selected_id="", duplicates={},
+                busy=False, charting=False, charts_problem="", described=self.summary(), **_charts_of(nothing),
+            )
 
     @param.depends("selected_id", watch=True)
-    def _explain(self) -> None:
-        if not self.selected_id:
+    async def _explain(self) -> None:
+        row_id = self.selected_id
+        if not row_id:
             self.detail = None
             return
         try:
             query = self.filters.query(self.account.context.taxonomy)
-            with self.account.store() as (session, buyer):
-                explained = self.account.service.explain(session, buyer.id, self.selected_id, query)
-                slips = history.eta_slips(session, _record_keys(explained))
+            explained, slips = await self.account.run(lambda session, buyer: _explained(session, buyer.id, row_id, query))
         except SessionLost:
             return
         except LineupsError as error:
-            self.detail = {"error": error.message}
+            self.detail = {"error": problem(error)}
             return
-        self.detail = {"explain": explained, "eta": eta_history(slips, self.account.feed_names)}
+        except Exception:
+            log.exception("The explorer could not explain row %s", row_id)
+            self.detail = {"error": "Where this row came from could not be read. Try again in a moment."}
+            return
+        if row_id == self.selected_id:
+            self.detail = {
+                "explain": explained, "eta": eta_history(slips, self.account.feed_names),
+                "duplicate": self.duplicates.get(row_id, ""),
+            }
 
     def select_row(self, position: int | None) -> None:
-        """Show the detail of the table row at `position` (None: none)."""
-        rows = self.selection
+        """Show the detail of the row at `position` of the page on screen (None: none)."""
+        rows = self.page_rows
         if position is None or rows is None or not 0 <= position < len(rows):
             self.selected_id = ""
         else:
             self.selected_id = str(rows["id"].iloc[position])
 
-    def csv_file(self) -> io.BytesIO | None:
-        """The whole result of the current filters as CSV (C9), read afresh."""
+    async def csv_file(self) -> io.BytesIO | None:
+        """The whole result of the current filters as CSV (C9), read when the buyer
+        asks for it (on the explorer's threads). None once the session ended (a
+        logout in another tab included) or when the filters select nothing."""
+        if self.account.lost or not self.account.context.book.is_live(self.account.session_id):
+            self.account.lost = True
+            return None
+        if self.error:
+            return None
         try:
             query = self.filters.query(self.account.context.taxonomy)
-            with self.account.store() as (session, buyer):
-                rows = self.account.service.select(session, buyer.id, query).rows
+            rows = await self.account.run(lambda session, buyer: data.rows(session, buyer.id, query))
         except (SessionLost, LineupsError):
             return None
         return io.BytesIO(csv_bytes(rows))
 
     # ------------------------------------------------------------ derived data
-    @param.depends("selection")
+    @param.depends("page_rows", "duplicates", "columns")
     def table(self) -> pd.DataFrame:
-        """The rows as the table shows them: a few columns, times as UTC text, the
-        port with its LOCODE, the raw commodity where the taxonomy has no name yet."""
-        rows = (self.selection if self.selection is not None else empty_rows()).reset_index(drop=True)
-        derived = {
-            "port": _text(rows["port_name"]).fillna("") + " · " + _text(rows["port_unlocode"]).fillna(""),
-            "commodity": _text(rows["commodity_normalized"]).fillna(_text(rows["commodity"]).fillna("") + " (unresolved)"),
-        }
-        frame = pd.DataFrame(index=rows.index)
-        for column in TABLE_COLUMNS:
-            if column in derived:
-                values = derived[column]
-            elif column in ("eta", "etb", "etd"):
-                values = _short_times(rows[column])
-            elif column == "quantity":
-                values = pd.to_numeric(rows[column], errors="coerce").astype(float)
-            else:
-                values = _text(rows[column])
-            # None, not NaN, where there is no value: the table shows an empty cell, not "NaN".
-            frame[column] = values.astype(object).where(values.notna(), None)
-        return frame
+        """The page as the table shows it: the chosen columns (and the row id), times
+        as UTC text, quantities with their unit, "⚠" before a likely duplicate."""
+        rows = (self.page_rows if self.page_rows is not None else empty_rows()).reset_index(drop=True)
+        frame = table_frame(rows, self.duplicates)
+        return frame[["id", *[c for c in COLUMN_TITLES if c in self.columns]]]
 
-    @param.depends("selection")
-    def weekly_quantity(self) -> pd.DataFrame:
-        return charts.weekly_quantity(self.selection if self.selection is not None else empty_rows())
-
-    @param.depends("selection")
-    def status_by_port(self) -> pd.DataFrame:
-        return charts.status_by_port(self.selection if self.selection is not None else empty_rows())
+    @param.depends("row_count", "page")
+    def range_text(self) -> str:
+        """"1–50 of 3,908" (nothing when there are no rows)."""
+        if not self.row_count:
+            return ""
+        first = self.page * PAGE_SIZE + 1
+        last = min(self.row_count, first + PAGE_SIZE - 1)
+        return f"{first:,}–{last:,} of {self.row_count:,}"
 
     @param.depends("filters.param")
     def summary(self) -> str:
         return self.filters.describe(self.account.feed_names)
+
+
+def _result(session, buyer_id: str, query: LineupQuery, order) -> dict[str, Any]:
+    """The rows a filter change shows, read on the explorer's threads: the first page
+    (with its likely duplicates) and the count, never the whole result."""
+    first, duplicates = _page(session, buyer_id, query, 0, order)
+    return {
+        "row_count": data.count(session, buyer_id, query),
+        "page_rows": first.reset_index(drop=True),
+        "duplicates": duplicates,
+    }
+
+
+def _charts(session, buyer_id: str, query: LineupQuery) -> dict[str, Any]:
+    """The charts' frames of the whole result, from its totals summed in SQL."""
+    return _charts_of(data.summary(session, buyer_id, query))
+
+
+def _charts_of(totals: Summary) -> dict[str, Any]:
+    return {
+        "weekly": charts.weekly_quantity(totals.tonnes),
+        "statuses": charts.status_by_port(totals.statuses),
+        "left_out": charts.left_out(totals.units),
+    }
+
+
+def _page(session, buyer_id: str, query: LineupQuery, offset: int, order) -> tuple[pd.DataFrame, dict[str, str]]:
+    """A page of rows and which of them look like another row of the result (merged
+    rows only): the check reads the result's rows at the page's ports dated within
+    `WINDOW` of a page row, the only rows a likely duplicate can be among."""
+    rows = data.page(session, buyer_id, query, offset, PAGE_SIZE, order)
+    if query.merge != "all" or rows.empty:
+        return rows, {}
+    dated = rows[rows["combined_date"].notna()]
+    if dated.empty:
+        return rows, {}
+    window = WINDOW.value
+    spans: list[list[int]] = []
+    for at in sorted(pd.DatetimeIndex(dated["combined_date"]).asi8.tolist()):
+        if spans and at - window <= spans[-1][1]:
+            spans[-1][1] = at + window
+        else:
+            spans.append([at - window, at + window])
+    near = data.near(session, buyer_id, query, dated["port_unlocode"].astype(str).unique().tolist(), [tuple(s) for s in spans])
+    found = likely_duplicates(near)
+    on_page = set(rows["id"].astype(str))
+    return rows, {row_id: why for row_id, why in found.items() if row_id in on_page}
+
+
+def _explained(session, buyer_id: str, row_id: str, query: LineupQuery):
+    explained = data.explain(session, buyer_id, row_id, query)
+    return explained, history.eta_slips(session, _record_keys(explained))
+
+
+def table_frame(rows: pd.DataFrame, duplicates: Mapping[str, str]) -> pd.DataFrame:
+    """Every column of COLUMN_TITLES (and `id`) for `rows`, as text; None for blanks."""
+    if rows.empty:
+        return pd.DataFrame({name: pd.Series(dtype=object) for name in ("id", *COLUMN_TITLES)})
+    vessel = _text(rows["vessel_name"]).fillna(_text(rows["vessel_imo"]).map(lambda v: f"IMO {v}", na_action="ignore"))
+    flagged = rows["id"].astype(str).isin(set(duplicates))
+    derived = {
+        "id": _text(rows["id"]),
+        "vessel": vessel.where(~flagged, "⚠ " + vessel.fillna("")),
+        "port": _text(rows["port_name"]).fillna("") + " · " + _text(rows["port_unlocode"]).fillna(""),
+        "commodity": _text(rows["commodity_normalized"]).fillna(_text(rows["commodity"]).fillna("") + " (unresolved)"),
+        "qty": _quantity_text(rows["quantity"], rows["quantity_unit"]),
+        "eta": _short_times(rows["eta"]),
+        "etb": _short_times(rows["etb"]),
+        "etd": _short_times(rows["etd"]),
+        "status": _text(rows["vessel_status"]),
+        "feeds": _text(rows["source_name"]).str.replace(";", "; ", regex=False),
+        "imo": _text(rows["vessel_imo"]),
+        "operation": _text(rows["operation"]).map({"load": "Load", "disch": "Discharge"}.get, na_action="ignore"),
+        "country": _text(rows["country_name"]),
+        "berth": _text(rows["berth_terminal"]),
+        "shipper": _text(rows["shipper"]),
+        "receiver": _text(rows["receiver"]),
+        "charterer": _text(rows["charterer"]),
+        "updated": _short_times(rows["updated_at"]),
+    }
+    frame = pd.DataFrame(index=rows.index)
+    for column, values in derived.items():
+        # None, not NaN, where there is no value: the table shows an empty cell.
+        frame[column] = values.astype(object).where(values.notna(), None)
+    return frame
+
+
+def _quantity_text(quantity: pd.Series, unit: pd.Series) -> pd.Series:
+    numbers = pd.to_numeric(quantity, errors="coerce")
+    text = numbers.map(lambda q: f"{q:,.0f}", na_action="ignore")
+    return (text + " " + _text(unit).fillna("")).str.strip().where(numbers.notna(), None)
 
 
 def _text(values: pd.Series) -> pd.Series:

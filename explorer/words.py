@@ -9,6 +9,14 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from store.errors import Forbidden, LineupsError, NotFound, ValidationError
+
+#: The filters' names as the explorer's form shows them.
+FILTER_LABELS = {
+    "source": "Feed", "port": "Port", "country": "Country", "port_name": "Port name", "from": "From date",
+    "to": "To date", "commodity": "Commodity", "latest": "Latest call", "merge": "Rows",
+}
+
 
 def describe_filters(params: Mapping[str, str], feed_names: Mapping[str, str] | None = None) -> str:
     """`params` (one value per /v1/lineups parameter) in words; "All lineups" when
@@ -45,3 +53,26 @@ def describe_filters(params: Mapping[str, str], feed_names: Mapping[str, str] | 
         return "All lineups"
     text = " · ".join(parts)
     return text[0].upper() + text[1:]
+
+
+def problem(error: LineupsError) -> str:
+    """What went wrong with the buyer's filters, in their words: no status codes,
+    parameter names or contract clauses (issue 17, item 13)."""
+    if isinstance(error, ValidationError):
+        details = error.details if isinstance(error.details, dict) else {}
+        name, reason = details.get("parameter"), details.get("reason", "")
+        if name == "from" and "after" in reason:
+            return "The From date is after the To date: pick a From date on or before the To date."
+        if name == "commodity":
+            suggestions = details.get("suggestions") or []
+            hint = f" Did you mean {' or '.join(suggestions[:3])}?" if suggestions else ""
+            return f"That commodity is not in the list.{hint}"
+        if name in ("from", "to"):
+            return f"The {FILTER_LABELS[name]} is not a date: write it as YYYY-MM-DD, e.g. 2026-11-24."
+        if name == "port":
+            return "That is not a port code: pick a port from the list."
+        label = FILTER_LABELS.get(name or "", "One of the filters")
+        return f"{label} cannot be used as given. Reset the filters and try again."
+    if isinstance(error, (Forbidden, NotFound)):
+        return "You no longer have a subscription to this feed: pick another feed, or all your feeds."
+    return "Something went wrong while reading your lineups. Try again in a moment."

@@ -11,7 +11,7 @@ Secrets (contract C8, issue "secrets and settings"):
 
 Read replicas (`LINEUPS_DB_REPLICAS`, comma-separated PostgreSQL URLs) take the API's
 pure reads; everything that writes or must be fresh stays on `LINEUPS_DB` (see
-`store.db.Reads` and docs/deploying.md).
+`store.database.db.Reads` and docs/deploying.md).
 """
 
 from __future__ import annotations
@@ -47,9 +47,6 @@ class Settings:
     trust_proxy: bool = False
     share_ceiling: int = 100_000
     statement_timeout_ms: int = 30_000
-    #: At start, each server process merges the default view of this many of the most
-    #: recently active buyers in the background (`store.lineups.warm_up`); 0: none.
-    warm_buyers: int = 8
 
     @classmethod
     def load(cls, env: os._Environ | dict | None = None, **overrides) -> "Settings":
@@ -65,7 +62,6 @@ class Settings:
             "rate_limit": int(env.get("LINEUPS_RATE_LIMIT") or cls.rate_limit),
             "trust_proxy": (env.get("LINEUPS_TRUST_PROXY") or "").strip().lower() in ("1", "true", "yes"),
             "share_ceiling": int(env.get("LINEUPS_SHARE_CEILING") or cls.share_ceiling),
-            "warm_buyers": int(env.get("LINEUPS_WARM_BUYERS") or cls.warm_buyers),
         }
         values["secrets"] = _listed(env.get("LINEUPS_SECRET"))
         values.update({k: v for k, v in overrides.items() if v is not None})

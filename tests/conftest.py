@@ -45,7 +45,7 @@ def fresh_store_settings(backend: str, folder: Path, pg_url: str = TEST_PG) -> I
     if backend == "sqlite":
         yield Settings(db_url=f"sqlite:///{folder / 'lineups.db'}", secrets=("test-secret",))
         return
-    from store.db import make_engine
+    from store.database.db import make_engine
 
     schema = "t_" + uuid.uuid4().hex[:16]
     admin = make_engine(pg_url)
@@ -73,7 +73,7 @@ def store_settings(backend, tmp_path):
 @pytest.fixture
 def engine(store_settings):
     """An engine on a fresh store with the schema and port directory in place."""
-    from store.db import create_schema, engine_for
+    from store.database.db import create_schema, engine_for
 
     engine = engine_for(store_settings)
     create_schema(engine)
@@ -84,7 +84,7 @@ def engine(store_settings):
 @pytest.fixture
 def sessions(engine):
     """The sessionmaker of the fresh store."""
-    from store.db import make_sessionmaker
+    from store.database.db import make_sessionmaker
 
     return make_sessionmaker(engine)
 

@@ -1,9 +1,14 @@
 """The explorer: the three screens in tabs under a header with the buyer's name and
-a logout link."""
+a logout link, the connection banner, and the lineup filters kept in the page's
+address (issue 17, item 6): `/explorer?port=BRSSZ&commodity=Soybeans&latest=true`
+opens filtered (the API's parameter names and values), every filter change rewrites
+the address (reload, back, bookmark, send), and a bare `/explorer` opens on upcoming
+calls (from today)."""
 
 from __future__ import annotations
 
 import html
+from urllib.parse import urlencode
 
 import panel as pn
 import param
@@ -13,7 +18,8 @@ from explorer.auth import LOGOUT_PATH
 from explorer.session import Account
 from explorer.feeds import FeedsModel
 from explorer.shares import SharesModel
-from explorer.state import LineupsModel
+from explorer.state import LineupFilters, LineupsModel, today
+from explorer.views.connection import ConnectionBanner
 from explorer.views.feeds import FeedsView
 from explorer.views.lineups import LineupsView
 from explorer.views.shares import SharesView
@@ -28,6 +34,18 @@ HEADER_CSS = """
 """
 
 
+def opened_filters(filters: LineupFilters, account: Account) -> str:
+    """Set `filters` from the page's address, or to upcoming calls when it names
+    none; returns what of the address could not be used, in words ("" if all)."""
+    raw = pn.state.session_args if pn.state.curdoc is not None else {}
+    args = {k: v[0].decode("utf-8", "replace") for k, v in raw.items() if v and k != "bokeh-autoload-element"}
+    if not args:
+        filters.reset(today())
+        return ""
+    ignored = filters.set_args(args, account.context.taxonomy)
+    return ("Some filters of this address were left out: " + "; ".join(ignored) + ".") if ignored else ""
+
+
 class Explorer(Viewer):
     """The whole app for one signed-in buyer."""
 
@@ -38,9 +56,14 @@ class Explorer(Viewer):
     tab = param.Integer(default=0, bounds=(0, 2), doc="The screen shown: lineups, share links, feeds.")
     logout_url = param.String(default=LOGOUT_PATH, constant=True, doc="""
         Where the header's logout link goes; empty: no link (the notebook has no login).""")
+    notice = param.String(default="", doc="What of the address's filters could not be used.")
 
     def __init__(self, account: Account, **params):
-        lineups = params.pop("lineups", None) or LineupsModel(account)
+        lineups = params.pop("lineups", None)
+        if lineups is None:
+            filters = LineupFilters.of(account)
+            params["notice"] = opened_filters(filters, account)
+            lineups = LineupsModel(account, filters=filters)
         params.setdefault("shares", SharesModel(account, lineups.filters))
         params.setdefault("feeds", FeedsModel(account=account))
         super().__init__(account=account, lineups=lineups, **params)
@@ -53,13 +76,22 @@ class Explorer(Viewer):
             active=self.tab, dynamic=True, sizing_mode="stretch_width", css_classes=["explorer-tabs"],
         )
         self._tabs.link(self, active="tab", bidirectional=True)
+        self._banner = ConnectionBanner()
+        if pn.state.curdoc is not None:
+            pn.state.onload(self._write_address)  # the address names the filters shown
+
+    @param.depends("lineups.filters.param", watch=True)
+    def _write_address(self) -> None:
+        location = pn.state.location
+        if location is not None:
+            location.search = "?" + urlencode(self.lineups.filters.url_args())
 
     @param.depends("tab", watch=True, on_init=True)
     def _opened(self) -> None:
         """Read a screen's data when it is shown: the feeds' coverage once, the share
         links (use counts move) every time."""
         if self.tab == 1:
-            self.shares.reload()
+            param.parameterized.async_executor(self.shares.reload)
         elif self.tab == 2 and not self.feeds.feeds:
             self.feeds.param.trigger("refresh")
 
@@ -80,5 +112,11 @@ class Explorer(Viewer):
             stylesheets=[HEADER_CSS], sizing_mode="stretch_width", margin=(0, 0, 10, 0),
         )
 
+    @param.depends("notice")
+    def _notice(self):
+        if not self.notice:
+            return pn.Spacer(height=0)
+        return pn.pane.Alert(self.notice, alert_type="warning", css_classes=["address-notice"])
+
     def __panel__(self):
-        return pn.Column(self._header(), self._tabs, sizing_mode="stretch_width")
+        return pn.Column(self._banner, self._header(), self._notice, self._tabs, sizing_mode="stretch_width")

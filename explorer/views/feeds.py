@@ -3,14 +3,21 @@ subscription status and the coverage of every field (C7)."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pandas as pd
 import panel as pn
 import param
-from bokeh.models import FactorRange
+from bokeh.models import FactorRange, HoverTool
 from panel.viewable import Viewer
 
 from explorer.charts import bar_chart
 from explorer.feeds import FeedsModel
+from explorer.views.detail import field_label
+
+#: Fields a feed does not report (the service makes them), left out of coverage.
+NOT_REPORTED = {"id", "source_id", "source_name", "created_at", "updated_at", "combined_date",
+                "commodity_normalized", "commodity_normalized_group", "commodity_normalized_subgroup"}
 
 RATINGS = (("coverage_rating", "Coverage"), ("commodity_rating", "Commodity"), ("commercial_rating", "Commercial"))
 
@@ -25,15 +32,32 @@ def stars(rating: float | None) -> str:
 
 def coverage_chart(frame: pd.DataFrame, feed: str):
     """Horizontal bars: the share of the feed's records that fill each field."""
-    data = frame[frame["feed"] == feed]
-    fields = [str(field) for field in data["field"]][::-1]  # the first field on top
+    data = frame[(frame["feed"] == feed) & ~frame["field"].isin(NOT_REPORTED)]
+    fields = [field_label(str(field)) for field in data["field"]][::-1]  # the first field on top
     chart = bar_chart(
-        "Field coverage (% of records)", 14 * len(fields) + 80, y_range=FactorRange(factors=fields),
+        "Fields filled (% of records)", 14 * len(fields) + 80, y_range=FactorRange(factors=fields),
         x_range=(0, 100), x_axis_label="%",
     )
     percent = (data["coverage"].astype(float) * 100).round(1)
     chart.hbar(y=fields, right=percent.tolist()[::-1], height=0.8, color="#2f6f9f", line_color="black")
+    chart.add_tools(HoverTool(tooltips=[("Field", "@y"), ("Records filling it", "@right{0.0}%")]))
     return chart
+
+
+def freshness(updated_at: str | None, now: dt.datetime | None = None) -> str:
+    """"Last record received 3 hours ago (2026-11-24 19:02 UTC)"."""
+    if not updated_at:
+        return "No records received yet"
+    when = dt.datetime.fromisoformat(updated_at.replace("Z", "+00:00"))
+    now = now or dt.datetime.now(dt.timezone.utc)
+    minutes = max(0, int((now - when).total_seconds() // 60))
+    if minutes < 60:
+        ago = "just now" if minutes < 2 else f"{minutes} minutes ago"
+    elif minutes < 48 * 60:
+        ago = f"{minutes // 60} hour{'s' if minutes // 60 != 1 else ''} ago"
+    else:
+        ago = f"{minutes // 1440} days ago"
+    return f"Last record received {ago} ({when:%Y-%m-%d %H:%M} UTC)"
 
 
 def feed_card(feed: dict, coverage: pd.DataFrame) -> pn.Card:
@@ -47,7 +71,7 @@ def feed_card(feed: dict, coverage: pd.DataFrame) -> pn.Card:
         f"**Ports:** {ports}  \n"
         f"**Updates:** {feed.get('frequency') or 'not stated'} · **Type:** {feed.get('feed_type') or 'not stated'}  \n"
         f"**Ratings:** {ratings}  \n"
-        f"**Records:** {feed['record_count']:,}",
+        f"**Records:** {feed['record_count']:,} · **{freshness(feed.get('updated_at'))}**",
         sizing_mode="stretch_width",
     )
     return pn.Card(

@@ -9,81 +9,234 @@ import param
 from panel.viewable import Viewer
 
 from explorer import charts
-from explorer.state import TABLE_TITLES, LineupsModel
+from explorer.state import COLUMN_TITLES, LineupsModel, today
 from explorer.views.detail import detail_view
+from explorer.views.widgets import CommodityPicker, DateInput
 
 WIDTH = 250
 FILTER_WIDGETS = {
     "source": {"css_classes": ["filter-source"], "type": pn.widgets.Select, "name": "Feed", "width": WIDTH},
     "port": {"css_classes": ["filter-port"], "type": pn.widgets.Select, "name": "Port", "width": WIDTH},
     "country": {"css_classes": ["filter-country"], "type": pn.widgets.Select, "name": "Country", "width": WIDTH},
-    "port_name": {"css_classes": ["filter-port_name"], "type": pn.widgets.TextInput, "name": "Port name contains", "placeholder": "e.g. Santos", "width": WIDTH},
-    "date_from": {"css_classes": ["filter-date_from"], "type": pn.widgets.DatePicker, "name": "From (UTC)", "width": WIDTH},
-    "date_to": {"css_classes": ["filter-date_to"], "type": pn.widgets.DatePicker, "name": "To (UTC)", "width": WIDTH},
-    "commodity": {
-        "css_classes": ["filter-commodity"], "type": pn.widgets.MultiChoice, "name": "Commodity", "placeholder": "Any commodity",
-        "search_option_limit": 40, "width": WIDTH,
+    "port_name": {
+        "css_classes": ["filter-port_name"], "type": pn.widgets.TextInput, "name": "Port name contains",
+        "placeholder": "e.g. Santos", "width": WIDTH,
+    },
+    "date_from": {
+        "css_classes": ["filter-date_from"], "type": DateInput, "name": "From (UTC)", "placeholder": "YYYY-MM-DD",
+        "width": WIDTH,
+    },
+    "date_to": {
+        "css_classes": ["filter-date_to"], "type": DateInput, "name": "To (UTC)", "placeholder": "YYYY-MM-DD",
+        "width": WIDTH,
     },
     "latest": {"css_classes": ["filter-latest"], "type": pn.widgets.Checkbox, "name": "Latest call per vessel only", "width": WIDTH},
     "merge": {"css_classes": ["filter-merge"], "type": pn.widgets.RadioButtonGroup, "name": "Rows", "color": "default", "width": WIDTH},
 }
-PAGE_SIZE = 50
+#: Date presets: label → (first day, last day) as days from today (None: open).
+PRESETS = {"From today": (0, None), "Next 7 days": (0, 6), "Next 30 days": (0, 29), "Any date": (None, None)}
+#: Below 1,000 px: the filters are a drawer over the page (shown when open), the
+#: main part full width.
+SCREEN_CSS = """
+@media (max-width: 1000px) {
+  :host(:not(.filters-open)) .sidebar { display: none !important; }
+  .sidebar { position: absolute !important; left: 0; top: 48px; z-index: 20; background: #fff;
+             box-shadow: 2px 4px 14px rgba(0, 0, 0, .25); padding-bottom: 10px; }
+}
+"""
+MAIN_CSS = """
+@media (min-width: 1001px) { .filters-toggle { display: none !important; } }
+"""
+TABLE_CSS = """
+.tabulator-row.tabulator-selected .tabulator-cell { background: #d6e6f7; }
+.tabulator-row:focus { outline: 2px solid #0b5cab; outline-offset: -2px; }
+.tabulator-cell { white-space: normal; }
+"""
+
+
+def _table_height(rows) -> int:
+    """As tall as the page needs, at most 560 px (then the table scrolls)."""
+    return max(120, min(560, 40 + 34 * (0 if rows is None else len(rows))))
 
 
 class LineupsView(Viewer):
     """Filter, look at, download and inspect the buyer's merged lineups."""
 
     model = param.ClassSelector(class_=LineupsModel, constant=True)
+    reset = param.Event(label="Reset filters", doc="Every filter back to the first view's (upcoming calls).")
+    filters_open = param.Boolean(default=False, label="☰ Filters", doc="""
+        Below 1,000 px the filters are a drawer: whether it is open.""")
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._filters = pn.Param(
-            self.model.filters.param, widgets=FILTER_WIDGETS, show_name=False, width=WIDTH + 20,
-            css_classes=["lineup-filters"],
-        )
-        self._table = pn.widgets.Tabulator(
-            self.model.table, pagination="remote", page_size=PAGE_SIZE, sortable=True,
-            selectable=1, disabled=True, show_index=False, hidden_columns=["id"],
-            formatters={"quantity": {"type": "money", "precision": 0, "thousand": ","}},
-            titles=TABLE_TITLES, layout="fit_data_table", sizing_mode="stretch_width",
-            height=560, css_classes=["lineups-table"],
-        )
-        self._table.param.watch(self._select, "selection")
-        # Panes bound to the model update in place rather than being rebuilt.
-        self._count = pn.pane.Markdown(self._count_text, css_classes=["row-count"], margin=(5, 10))
-        self._error = pn.pane.Alert(
-            self.model.param.error, alert_type="danger", visible=self.model.param.error.rx.bool(),
-            css_classes=["query-error"],
-        )
-        # Made once and redrawn in place when the selection changes. They are in the
-        # first page: as plain Bokeh they cost little to make, and drawn after the
-        # page (Panel's `defer_load`) they reached the browser while it was still
-        # drawing the table, whose rows then showed later.
-        groups = [*self.model.account.context.taxonomy.groups(), charts.UNRESOLVED]
-        self._weekly = charts.weekly_quantity_chart(groups, css_classes=["weekly-chart"])
-        self._status = charts.status_by_port_chart(css_classes=["status-chart"])
-        self._draw_charts()
-        self._charts = pn.Row(
-            pn.pane.Bokeh(self._weekly), pn.pane.Bokeh(self._status),
-            sizing_mode="stretch_width", css_classes=["charts"],
-        )
+        self._make_filters()
+        self._make_table()
+        self._make_charts()
         self._download = pn.widgets.FileDownload(
             callback=self.model.csv_file, filename=f"lineups-{dt.date.today():%Y%m%d}.csv",
             label="Download CSV (all rows)", color="primary", embed=False, width=220,
         )
+        if pn.state.curdoc is not None:
+            # Changes made before the page's websocket opened may not reach it.
+            pn.state.onload(self._show_busy)
+
+    def _make_filters(self) -> None:
+        filters = self.model.filters
+        names = list(FILTER_WIDGETS)
+        self._filters = pn.Param(
+            filters.param, parameters=names[: names.index("date_to") + 1], widgets=FILTER_WIDGETS, show_name=False,
+            width=WIDTH + 20, css_classes=["lineup-filters"],
+        )
+        self._commodity = CommodityPicker(options=dict(filters.param.commodity.names), value=list(filters.commodity))
+        self._commodity.param.watch(lambda event: setattr(filters, "commodity", list(event.new)), "value")
+        filters.param.watch(lambda event: setattr(self._commodity, "value", list(event.new)), "commodity")
+        self._options = pn.Param(
+            filters.param, parameters=names[names.index("date_to") + 1 :], widgets=FILTER_WIDGETS, show_name=False,
+            width=WIDTH + 20, css_classes=["lineup-options"],
+        )
+        self._presets = pn.GridBox(
+            *(self._preset_button(label) for label in PRESETS), ncols=2, width=WIDTH + 20, css_classes=["date-presets"],
+        )
+
+    def _make_table(self) -> None:
+        model = self.model
+        self._table = pn.widgets.Tabulator(
+            model.table, pagination=None, sortable=False, selectable=1, disabled=True, show_index=False,
+            hidden_columns=["id"], titles=COLUMN_TITLES, frozen_columns=["vessel"], layout="fit_columns",
+            # Widths that fit 1,400 px; narrower screens scroll sideways, Vessel kept in view.
+            widths={"vessel": 175, "port": 145, "commodity": 160, "qty": 100, "eta": 125, "etb": 125, "status": 80,
+                    "feeds": 170},
+            sizing_mode="stretch_width", css_classes=["lineups-table"], stylesheets=[TABLE_CSS],
+            height=model.param.page_rows.rx.pipe(_table_height),
+            formatters={"vessel": {"type": "textarea"}, "feeds": {"type": "textarea"}, "port": {"type": "textarea"},
+                        "commodity": {"type": "textarea"}},
+            # A page is 50 rows: draw them all (no virtual rows), so each row can take focus.
+            configuration={"renderVertical": "basic", "columnDefaults": {"minWidth": 80}},
+        )
+        self._table.param.watch(self._select, "selection")
+        self._count = pn.pane.Markdown(self._count_text, css_classes=["row-count"], margin=(5, 10))
+        self._error = pn.pane.Alert(
+            model.param.error, alert_type="danger", visible=model.param.error.rx.bool(), css_classes=["query-error"],
+        )
+        self._pager = pn.Row(
+            pn.widgets.Button.from_param(model.param.previous_page, width=100, css_classes=["previous-page"]),
+            pn.pane.Markdown(model.range_text, css_classes=["page-range"], margin=(12, 10)),
+            pn.widgets.Button.from_param(model.param.next_page, width=100, css_classes=["next-page"]),
+            pn.layout.HSpacer(),
+            pn.widgets.Select.from_param(model.param.sort_by, width=230, css_classes=["sort-by"]),
+            pn.widgets.Checkbox.from_param(model.param.descending, margin=(32, 10, 0, 10), css_classes=["sort-descending"]),
+            sizing_mode="stretch_width", css_classes=["pager"],
+        )
+        self._columns = pn.Card(
+            pn.widgets.CheckBoxGroup.from_param(model.param.columns, inline=True, css_classes=["column-chooser"]),
+            title="Columns", collapsed=True, sizing_mode="stretch_width", css_classes=["columns-card"],
+        )
+
+    def _make_charts(self) -> None:
+        """The two charts, made once and redrawn in place (plain Bokeh: cheap), one
+        under the other at every width: each as wide as the table, never squeezed."""
+        groups = [*self.model.account.context.taxonomy.groups(), charts.UNRESOLVED]
+        self._weekly = charts.weekly_quantity_chart(groups, css_classes=["weekly-chart"])
+        self._status = charts.status_by_port_chart(css_classes=["status-chart"])
+        charts.on_bar_click(self._weekly, self._week_clicked)
+        charts.on_bar_click(self._status, self._port_clicked)
+        self._redraw()
+        self._charts = pn.Column(
+            pn.Column(
+                pn.pane.Bokeh(self._weekly, sizing_mode="stretch_width"),
+                pn.pane.Markdown(self._left_out_text, css_classes=["chart-note"]),
+                sizing_mode="stretch_width", css_classes=["weekly-box"],
+            ),
+            pn.Column(pn.pane.Bokeh(self._status, sizing_mode="stretch_width"), sizing_mode="stretch_width", css_classes=["status-box"]),
+            sizing_mode="stretch_width", css_classes=["charts"],
+        )
+
+    def _preset_button(self, label: str) -> pn.widgets.Button:
+        button = pn.widgets.Button(label=label, color="light", width=120, margin=(2, 5), css_classes=["preset"])
+        button.on_click(lambda _event: self._apply_preset(label))
+        return button
+
+    def _apply_preset(self, label: str) -> None:
+        start, end = PRESETS[label]
+        day = today()
+        self.model.filters.param.update(
+            date_from=None if start is None else day + dt.timedelta(days=start),
+            date_to=None if end is None else day + dt.timedelta(days=end),
+        )
+
+    @param.depends("reset", watch=True)
+    def _reset(self) -> None:
+        self.model.filters.reset(today())
 
     def _select(self, event) -> None:
         self.model.select_row(event.new[0] if event.new else None)
 
-    @param.depends("model.selection", "model.row_count")
-    def _count_text(self) -> str:
-        count = self.model.row_count
-        return f"**{count:,} row{'s' if count != 1 else ''}** · {self.model.summary()}"
+    def _week_clicked(self, week: str) -> None:
+        monday = dt.date.fromisoformat(week)
+        self.model.filters.param.update(date_from=monday, date_to=monday + dt.timedelta(days=6))
 
-    @param.depends("model.selection", watch=True)
-    def _draw_charts(self) -> None:
-        charts.draw_weekly_quantity(self._weekly, self.model.weekly_quantity())
-        charts.draw_status_by_port(self._status, self.model.status_by_port())
+    def _port_clicked(self, port: str) -> None:
+        code = port.rsplit("(", 1)[-1].rstrip(")")
+        if code in self.model.filters.param.port.objects.values():
+            self.model.filters.port = code
+
+    @param.depends("model.described", "model.row_count", "model.error", "model.busy", "model.duplicates")
+    def _count_text(self) -> str:
+        model = self.model
+        if model.error:
+            return ""
+        if model.busy and not model.described:
+            return "*Loading your lineups…*"
+        count = model.row_count
+        if not count:
+            return (
+                f"**No lineups match** · {model.described}  \n"
+                "Try a wider date range, another port or commodity, or *Reset filters*."
+            )
+        flagged = len(model.duplicates)
+        note = f" · ⚠ {flagged:,} on this page look like a duplicate of another row (click one to see why)" if flagged else ""
+        loading = " · *updating…*" if model.busy else ""
+        return f"**{count:,} row{'s' if count != 1 else ''}** · {model.described}{note}{loading}"
+
+    @param.depends("model.left_out", "model.charting", "model.charts_problem")
+    def _left_out_text(self) -> str:
+        model = self.model
+        if model.charts_problem:
+            return f"**{model.charts_problem}**"
+        if model.charting:
+            return "*Charts updating…*"
+        left = model.left_out
+        if not left:
+            return ""
+        parts = ", ".join(f"{n:,} in {'barrels' if unit == 'BBL' else unit}" for unit, n in left.items())
+        return f"Not in this chart (not in tonnes): {parts}."
+
+    @param.depends("model.busy", watch=True)
+    def _busy(self) -> None:
+        # On the loop's next turn, under the document lock, as the model is then:
+        # changes made from the reading coroutine could otherwise reach the page out
+        # of order and leave it looking busy.
+        pn.state.execute(self._show_busy, schedule=True)
+
+    def _show_busy(self) -> None:
+        # The table's spinner only: the charts are Bokeh figures, which Panel's
+        # `loading` would change outside the document lock; the count line says
+        # "updating…" meanwhile.
+        self._table.loading = self.model.busy
+
+    @param.depends("model.weekly", "model.statuses", watch=True)
+    def _draw(self) -> None:
+        # Bokeh models, not Panel's: changed under the document's lock.
+        pn.state.execute(self._redraw, schedule=True)
+
+    def _redraw(self) -> None:
+        model = self.model
+        if not hasattr(self, "_status"):  # the result came before the charts were made
+            return
+        if model.weekly is not None:
+            charts.draw_weekly_quantity(self._weekly, model.weekly)
+        if model.statuses is not None:
+            charts.draw_status_by_port(self._status, model.statuses)
 
     @param.depends("model.detail")
     def _detail(self):
@@ -91,9 +244,18 @@ class LineupsView(Viewer):
 
     def __panel__(self):
         sidebar = pn.Column(
-            "### Filters", self._filters, self._download, width=WIDTH + 30, css_classes=["sidebar"],
+            "### Filters", self._filters, self._presets, self._commodity, self._options,
+            pn.widgets.Button.from_param(self.param.reset, color="default", width=WIDTH, css_classes=["reset-filters"]),
+            self._download, width=WIDTH + 30, css_classes=["sidebar"],
         )
+        toggle = pn.widgets.Toggle.from_param(self.param.filters_open, width=120, css_classes=["filters-toggle"])
         main = pn.Column(
-            self._error, self._count, self._table, self._detail, self._charts, sizing_mode="stretch_width",
+            toggle, self._error, self._count, self._pager, self._table, self._columns, self._detail, self._charts,
+            sizing_mode="stretch_width", css_classes=["lineups-main"], stylesheets=[MAIN_CSS],
+            styles={"flex": "1 1 auto", "min-width": "0"},
         )
-        return pn.Row(sidebar, main, sizing_mode="stretch_width")
+        opened = self.param.filters_open.rx.where(["lineups-screen", "filters-open"], ["lineups-screen"])
+        return pn.FlexBox(
+            sidebar, main, flex_wrap="nowrap", sizing_mode="stretch_width", css_classes=opened,
+            styles={"align-items": "flex-start"}, stylesheets=[SCREEN_CSS],
+        )

@@ -57,6 +57,13 @@ def _forget_with_the_session(button: pn.widgets.Button) -> None:
     document.on_session_destroyed(forget)
 
 
+ACTION_CSS = """
+.tabulator-cell[tabulator-field='copy'], .tabulator-cell[tabulator-field='revoke'] {
+  color: #0b5cab; text-decoration: underline; cursor: pointer; font-weight: 600; }
+.tabulator-cell[tabulator-field='revoke'] { color: #a30000; }
+"""
+
+
 class SharesView(Viewer):
     """Create, list and revoke share links (C8)."""
 
@@ -66,7 +73,7 @@ class SharesView(Viewer):
         super().__init__(**params)
         model = self.model
         self._create = pn.widgets.Button.from_param(
-            model.param.create, color="primary", width=200, css_classes=["create-link"]
+            model.param.create, color="primary", width=200, margin=(27, 10, 10, 10), css_classes=["create-link"]
         )
         self._url = pn.widgets.TextInput.from_param(
             model.param.url, name="Link URL", disabled=False, sizing_mode="stretch_width", css_classes=["link-url"]
@@ -74,11 +81,19 @@ class SharesView(Viewer):
         self._formula = pn.widgets.TextInput.from_param(
             model.param.formula, name="Spreadsheet formula", sizing_mode="stretch_width", css_classes=["link-formula"]
         )
+        self._name = pn.widgets.TextInput.from_param(
+            model.param.link_name, placeholder="e.g. Santos soybeans, weekly report", width=320, css_classes=["link-name"],
+        )
         self._links = pn.widgets.Tabulator(
-            model.table, buttons={"revoke": "Revoke"}, hidden_columns=["id"], disabled=True,
-            show_index=False, selectable=False, layout="fit_data_table", sizing_mode="stretch_width",
-            titles={"filters": "Filters", "created": "Created", "last_used": "Last used", "uses": "Uses", "status": "Status"},
-            css_classes=["links-table"], height=360,
+            model.table, hidden_columns=["id"], disabled=True,
+            show_index=False, selectable=False, layout="fit_columns", sizing_mode="stretch_width",
+            # The link's name and filters take the room left and wrap; the actions stay on screen.
+            widths={"created": 120, "last_used": 120, "uses": 55, "status": 100, "copy": 85, "revoke": 70},
+            formatters={"filters": {"type": "textarea"}, "created": {"type": "textarea"},
+                        "last_used": {"type": "textarea"}, "status": {"type": "textarea"}},
+            titles={"filters": "Link", "created": "Created (UTC)", "last_used": "Last used (UTC)", "uses": "Uses",
+                    "status": "Status", "copy": "", "revoke": ""},
+            css_classes=["links-table"], height=360, stylesheets=[ACTION_CSS],
         )
         self._links.on_click(self._clicked)
         # Built once and shown or hidden: the URL widgets stay the same objects.
@@ -89,7 +104,7 @@ class SharesView(Viewer):
             visible=created.rx.not_(), css_classes=["link-hint"],
         )
         self._created = pn.Column(
-            pn.pane.Markdown(model.param.created_summary.rx.pipe(lambda text: f"**New link:** {text}"), css_classes=["created-link"]),
+            pn.pane.Markdown(model.param.created_summary.rx.pipe(lambda text: f"**Link:** {text}"), css_classes=["created-link"]),
             pn.Row(self._url, copy_button(self._url, "Copy URL"), sizing_mode="stretch_width"),
             pn.Row(self._formula, copy_button(self._formula, "Copy formula"), sizing_mode="stretch_width"),
             pn.pane.Markdown(
@@ -100,8 +115,16 @@ class SharesView(Viewer):
         )
 
     def _clicked(self, event) -> None:
+        if event.column not in ("copy", "revoke"):
+            return
+        listed = self.model.table()
+        if not 0 <= event.row < len(listed) or not listed[event.column].iloc[event.row]:
+            return  # a revoked link: no action in its cell
+        link_id = str(listed["id"].iloc[event.row])
         if event.column == "revoke":
-            self.model.request_revoke(str(self.model.table()["id"].iloc[event.row]))
+            self.model.request_revoke(link_id)
+        else:
+            self.model.copy_id = link_id
 
     @param.depends("model.filters.param")
     def _current(self):
@@ -113,7 +136,7 @@ class SharesView(Viewer):
     @param.depends("model.error", "model.notice")
     def _messages(self):
         if self.model.error:
-            return pn.pane.Alert(self.model.error, alert_type="danger", css_classes=["share-error"])
+            return pn.pane.Alert(self.model.error, alert_type="warning", css_classes=["share-error"])
         if self.model.notice:
             return pn.pane.Alert(self.model.notice, alert_type="success", css_classes=["share-notice"])
         return pn.Spacer(height=0)
@@ -124,8 +147,8 @@ class SharesView(Viewer):
             return pn.Spacer(height=0)
         return pn.Column(
             pn.pane.Alert(
-                f"**Revoke this link?** {self.model.pending_summary()}. Every spreadsheet or "
-                "script that uses it will get an error from now on. This cannot be undone.",
+                f"**Revoke this link?** {self.model.pending_summary()}. Spreadsheets and scripts using "
+                "this link will stop updating. This cannot be undone.",
                 alert_type="warning",
             ),
             pn.Row(
@@ -139,12 +162,12 @@ class SharesView(Viewer):
         return pn.Column(
             "## Share links",
             self._current,
-            self._create,
+            pn.Row(self._name, self._create, css_classes=["create-row"]),
             self._messages,
             self._hint,
             self._created,
             pn.layout.Divider(),
-            pn.Row("### Your links", pn.widgets.Checkbox.from_param(self.model.param.show_revoked, margin=(22, 20))),
+            pn.Row("### Your links", pn.widgets.Checkbox.from_param(self.model.param.show_revoked, margin=(22, 20), css_classes=["show-revoked"])),
             self._confirmation,
             self._links,
             sizing_mode="stretch_width", max_width=1200,

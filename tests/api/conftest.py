@@ -24,7 +24,7 @@ import requests
 from tornado.httpserver import HTTPServer
 from tornado.netutil import bind_sockets
 
-from store.db import transaction
+from store.database.db import transaction
 from tests.api.tiny_data import load_tiny
 
 ANCHOR = dt.date(2024, 3, 1)
@@ -60,7 +60,8 @@ def assert_error(response: requests.Response, status: int, code: str, parameter:
 class LiveServer:
     """An application served on a free port from a background thread's event loop."""
 
-    def __init__(self, make):
+    def __init__(self, make, server_class=HTTPServer, **server_args):
+        self._server_class, self._server_args = server_class, server_args
         sockets = bind_sockets(0, "127.0.0.1")
         self.port = sockets[0].getsockname()[1]
         self.base_url = f"http://127.0.0.1:{self.port}"
@@ -73,7 +74,7 @@ class LiveServer:
     def _run(self, sockets) -> None:
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
-        server = HTTPServer(self.app)
+        server = self._server_class(self.app, **self._server_args)
         server.add_sockets(sockets)
         self._ready.set()
         self.loop.run_forever()
@@ -133,18 +134,16 @@ class Servers:
         self.settings = settings
         self.started: list[LiveServer] = []
 
-    def __call__(self, key: str | None = None, *, limiter=None, service=None, sessions=None, **kwargs) -> Api:
-        """A new server; `make_api(key, limiter=..., service=..., sessions=...,
-        executor=...)` returns an `Api` with `key` as its default key."""
+    def __call__(self, key: str | None = None, *, limiter=None, sessions=None, **kwargs) -> Api:
+        """A new server; `make_api(key, limiter=..., sessions=..., executor=...)`
+        returns an `Api` with `key` as its default key."""
         from api.app import make_app
         from api.ratelimit import MemoryLimiter
-        from store.lineups import LineupService
 
         def build(base_url: str):
             return make_app(
                 dataclasses.replace(self.settings, base_url=base_url),
                 sessions or self.sessions,
-                service or LineupService(),
                 limiter=limiter or MemoryLimiter(TEST_RATE_LIMIT, 60),
                 **kwargs,
             )
@@ -157,6 +156,7 @@ class Servers:
         for server in self.started:
             server.stop()
             server.app.settings["lineups_deps"].executor.shutdown(wait=True)
+            server.app.settings["lineups_deps"].usage.close()
         self.started.clear()
 
 
@@ -170,7 +170,7 @@ class Store:
 def open_store(backend: str, folder) -> Iterator[Store]:
     """A fresh, empty store on `backend` (tests/conftest.py's `fresh_store_settings`)
     with its schema in place, for fixtures wider than one test."""
-    from store.db import create_schema, engine_for, make_sessionmaker
+    from store.database.db import create_schema, engine_for, make_sessionmaker
     from tests.conftest import fresh_store_settings
 
     with fresh_store_settings(backend, folder) as settings:
@@ -201,7 +201,7 @@ def shared_backend(request) -> str:
 def demo_store(shared_backend, tmp_path_factory):
     """A store with the demo data set (800 records, seed 7, anchor 2024-03-01) and its
     payload `{"buyer_id", "api_key", "feeds", "records"}`. Read only."""
-    from store import demo as demo_data
+    from store.intake import demo as demo_data
 
     with open_store(shared_backend, tmp_path_factory.mktemp("demo")) as store:
         with transaction(store.sessions) as session:

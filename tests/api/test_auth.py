@@ -42,8 +42,8 @@ def test_auth_comes_before_parameter_checks(tiny_api):
 
 
 def test_revocation_and_suspension_take_effect_at_once(fresh_tiny_api, fresh_tiny, sessions):
-    from store import accounts
-    from store.db import transaction
+    from store.access import accounts
+    from store.database.db import transaction
 
     tiny_api, tiny = fresh_tiny_api, fresh_tiny
 
@@ -65,8 +65,9 @@ def test_openapi_and_healthz_need_no_key(tiny_api):
 
 
 def test_key_use_is_recorded(tiny_api, tiny):
-    from store import accounts
+    from store.access import accounts
 
     assert tiny_api.get("/v1/sources").status_code == 200
+    assert tiny_api.deps.usage.flush()  # written off the request path (issue 16 item 1)
     with tiny_api.sessions() as session:
         assert accounts.find_key(session, tiny["key"]).last_used_at is not None

@@ -137,7 +137,7 @@ def test_rows_are_what_the_csv_module_writes():
 def test_a_streamed_export_is_the_whole_result_in_chunks(make_tiny_api, tiny, monkeypatch):
     """The streaming writer share links will use, mounted through `extra_routes`."""
     from api.base import BaseHandler
-
+    
     monkeypatch.setattr(render, "CHUNK_ROWS", 2)
     seen = {}
 
@@ -146,9 +146,10 @@ def test_a_streamed_export_is_the_whole_result_in_chunks(make_tiny_api, tiny, mo
             from api.handlers import parse
 
             query = parse({"source": [tiny["a"]], "merge": ["by_source"]})[0]
-            selection = await self.run(self.deps.service.select, self.buyer_id, query)
-            seen["rows"] = selection.rows
-            await self.stream_csv(selection.rows)
+            rows = await self.blocking(self.deps.lineups.frame, self.buyer_id, query)
+            seen["rows"] = rows
+            blocks = iter([rows.iloc[start : start + 2] for start in range(0, len(rows), 2)])
+            await self.stream_csv(lambda: next(blocks, None))
 
     api = make_tiny_api(tiny["key"], extra_routes=lambda deps: [(r"/test/export", ExportHandler, {"deps": deps})])
     response = api.get("/test/export")

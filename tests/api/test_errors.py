@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from api.base import RequestIds
+from api.request import RequestIds
 from tests.api.conftest import assert_error
 
 
@@ -85,7 +85,7 @@ def test_unexpected_failure_is_500_naming_the_request_id(tiny_api, tiny, caplog,
     def explode(*args, **kwargs):
         raise Boom("secret internals: /srv/app/db.py line 42")
 
-    monkeypatch.setattr(tiny_api.deps.service, "select", explode)
+    monkeypatch.setattr(tiny_api.deps.lineups, "page", explode)
     with caplog.at_level(logging.DEBUG):
         response = tiny_api.get("/v1/lineups")
     error = assert_error(response, 500, "INTERNAL_ERROR")
@@ -127,7 +127,7 @@ def test_healthz_checks_the_store_without_a_key(tiny_api):
 
 
 def test_healthz_fails_when_the_store_does_not_answer(make_api, tmp_path):
-    from store.db import make_engine, make_sessionmaker
+    from store.database.db import make_engine, make_sessionmaker
 
     unreachable = make_sessionmaker(make_engine(f"sqlite:///{tmp_path}/missing-dir/none.db"))
     api = make_api(None, sessions=unreachable)

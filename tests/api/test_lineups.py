@@ -106,8 +106,9 @@ def test_source_errors(tiny_api, tiny):
 
 
 def test_cancelling_a_subscription_hides_its_rows_at_once(fresh_tiny_api, fresh_tiny, sessions):
-    from store import accounts, feeds
-    from store.db import transaction
+    from store.access import accounts
+    from store.intake import feeds
+    from store.database.db import transaction
 
     tiny_api, tiny = fresh_tiny_api, fresh_tiny
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -32,13 +33,16 @@ def test_the_document_is_valid_openapi_3_1(document, tiny_api):
 def test_parameters_carry_the_c5_rules(document):
     params = {name: p["schema"] for name, p in document.document["components"]["parameters"].items()}
     assert params["limit"] | {} == {"type": "integer", "minimum": 1, "maximum": 500, "default": 100}
-    assert params["merge"]["enum"] == ["all", "by_source"]
-    assert params["format"]["enum"] == ["json", "csv"]
+    # Enumerations are read in any case (issue 18.9): the document says so exactly.
+    assert params["merge"]["pattern"] == "^([Aa][Ll][Ll]|[Bb][Yy]_[Ss][Oo][Uu][Rr][Cc][Ee])$"
+    assert params["format"]["pattern"] == "^([Jj][Ss][Oo][Nn]|[Cc][Ss][Vv])$"
+    # Issue 18.4: a cursor has one form; `cursor=0` is not schema-valid.
+    assert re.fullmatch(params["cursor"]["pattern"].strip("^$"), "0") is None
     assert params["port"]["pattern"] == "^[A-Za-z]{2}[A-Za-z0-9]{3}$"
     assert params["from"]["format"] == "date" and params["to"]["pattern"] == r"^\d{4}-\d{2}-\d{2}$"
     assert params["sourceId"]["format"] == "uuid"
     listed = [p["$ref"].rsplit("/", 1)[1] for p in document.document["paths"]["/v1/lineups"]["get"]["parameters"]]
-    from store.query import PARAMETERS
+    from store.views.query import PARAMETERS
 
     assert sorted(listed) == sorted(PARAMETERS)
 
@@ -46,7 +50,7 @@ def test_parameters_carry_the_c5_rules(document):
 def test_every_path_is_served(document):
     assert set(document.document["paths"]) == {
         "/v1/lineups", "/v1/lineups/{id}/provenance", "/v1/sources", "/v1/schema/{sourceId}",
-        "/v1/openapi.json", "/healthz",
+        "/v1/openapi.json", "/healthz", "/v1/share/{token}",
     }
 
 
@@ -107,3 +111,30 @@ def test_demo_pages_match_the_document(demo_api):
             assert {k: v["value"] for k, v in response.json()["fields"].items()} == row
     for source in demo_api.get("/v1/sources").json()["sources"]:
         document.check("/v1/schema/{sourceId}", demo_api.get(f"/v1/schema/{source['id']}"))
+
+
+def test_real_cursors_and_share_tokens_have_the_documented_form(document, tiny_api, tiny):
+    """Issue 18.4, 18.5: what the service hands out matches the document's patterns."""
+    params = {name: p["schema"] for name, p in document.document["components"]["parameters"].items()}
+    cursor = tiny_api.lineups(limit="1")["next_cursor"]
+    assert re.fullmatch(params["cursor"]["pattern"], cursor)
+    for merge, fmt in (("ALL", "CSV"), ("By_Source", "Json")):
+        for name, value in (("merge", merge), ("format", fmt)):
+            assert re.fullmatch(params[name]["pattern"], value)
+        assert tiny_api.get("/v1/lineups", params={"merge": merge, "format": fmt, "limit": "1"}).status_code == 200
+    share = document.document["paths"]["/v1/share/{token}"]["get"]
+    assert share["security"] == [] and "text/csv" in share["responses"]["200"]["content"]
+    from store.access import links
+
+    assert re.fullmatch(share["parameters"][0]["schema"]["pattern"], links.TOKEN_PREFIX + "abc.-_XYZ09")
+
+
+def test_no_link_feeds_a_merged_source_id_to_the_schema_endpoint(document):
+    """Issue 18.4: a merged row's source_id joins several feeds; only /v1/sources and
+    provenance records (one feed each) feed /v1/schema/{sourceId}."""
+    for path, item in document.document["paths"].items():
+        for name, link in item["get"]["responses"]["200"].get("links", {}).items():
+            if link["operationId"] == "getSourceSchema":
+                assert link["parameters"]["sourceId"] in (
+                    "$response.body#/sources/0/id", "$response.body#/records/0/source_id"), (path, name)
+    assert "Source" not in document.document["components"]["schemas"]

@@ -68,8 +68,8 @@ def test_cancelled_source_is_403(tiny_api, tiny):
 
 
 def test_an_id_the_buyer_cannot_see_is_404(fresh_tiny_api, fresh_tiny, sessions):
-    from store import feeds
-    from store.db import transaction
+    from store.intake import feeds
+    from store.database.db import transaction
 
     with transaction(sessions) as session:
         _, other_key = new_buyer(session, "Other Buyer", {feeds.find_feed(session, fresh_tiny["c"]): "active"})
@@ -77,3 +77,51 @@ def test_an_id_the_buyer_cannot_see_is_404(fresh_tiny_api, fresh_tiny, sessions)
     assert fresh_tiny_api.get(f"/v1/lineups/{other_row}/provenance", key=other_key).status_code == 200
     assert_error(provenance(fresh_tiny_api, other_row), 404, "NOT_FOUND")
     assert_error(provenance(fresh_tiny_api, "no-such-row"), 404, "NOT_FOUND")
+
+
+def test_provenance_says_what_the_merge_resolved_and_why(make_api, sessions):
+    """Issue 19 rule 4: a name-only record merged as an IMO, an unspecified commodity
+    that joined a specific one, each said in plain words with its records."""
+    from store.database.db import transaction
+    from tests.api.tiny_data import add_feed, add_records
+
+    call = {"eta": "2024-03-10T06:00:00Z", "operation": "load", "quantity": "60000"}
+    with transaction(sessions) as session:
+        alpha = add_feed(session, "Alpha Lineups", ["BRSSZ"])
+        beta = add_feed(session, "Beta", ["BRSSZ"])
+        add_records(session, alpha, [
+            {**call, "ref": "A1", "port_unlocode": "BRSSZ", "vessel_imo": "9345934", "vessel_name": "HARMONY PACIFIC",
+             "commodity": "wheat"},
+            {**call, "ref": "A2", "port_unlocode": "AUPHE", "vessel_imo": "9348247", "vessel_name": "MV DAWN CAPE",
+             "commodity": "iron ore fines"},
+        ])
+        add_records(session, beta, [
+            {**call, "ref": "B1", "port_unlocode": "BRSSZ", "vessel_name": "Harmony Pacific", "commodity": "wheat",
+             "eta": "2024-03-10T12:00:00Z"},
+            {**call, "ref": "B2", "port_unlocode": "AUPHE", "vessel_imo": "9348247", "vessel_name": "Dawn Cape",
+             "commodity": "iron ore"},
+        ])
+        _, key = new_buyer(session, "Both", {alpha: "active", beta: "active"})
+        _, beta_key = new_buyer(session, "Beta only", {beta: "active"})
+    api = make_api(key)
+    rows = {r["port_unlocode"]: r for r in api.lineups()["data"]}
+    assert len(rows) == 2  # one row per call: the duplicates are resolved
+    harmony = provenance(api, rows["BRSSZ"]["id"]).json()
+    assert harmony["resolutions"] == [{
+        "kind": "vessel",
+        "text": "IMO 9345934 from Alpha Lineups, matched by name HARMONY PACIFIC",
+        "records": [{"ref": "B1", "source_id": str(beta.id)}],
+    }]
+    dawn = provenance(api, rows["AUPHE"]["id"]).json()
+    assert rows["AUPHE"]["commodity_normalized"] == "Iron Ore Fines"
+    assert [r["ref"] for r in dawn["records"]] == ["B2", "A2"] or [r["ref"] for r in dawn["records"]] == ["A2", "B2"]
+    assert dawn["resolutions"] == [{
+        "kind": "commodity",
+        "text": "Iron Ore (Unspecified) from Beta joined Iron Ore Fines",
+        "records": [{"ref": "B2", "source_id": str(beta.id)}],
+    }]
+    # A buyer of Beta alone: nothing to resolve by, nothing resolved.
+    alone = api.get("/v1/lineups", key=beta_key).json()["data"]
+    assert len(alone) == 2 and {r["vessel_imo"] for r in alone} == {None, "9348247"}
+    for row in alone:
+        assert api.get(f"/v1/lineups/{row['id']}/provenance", key=beta_key).json()["resolutions"] == []

@@ -99,8 +99,8 @@ def test_error_responses_count_and_carry_the_headers(limited_api, tiny):
 
 
 def test_each_key_has_its_own_window(limited_api, tiny):
-    from store import accounts
-    from store.db import transaction
+    from store.access import accounts
+    from store.database.db import transaction
 
     with transaction(limited_api.sessions) as session:
         second, _ = accounts.create_key(session, accounts.find_buyer(session, tiny["buyer_id"]))

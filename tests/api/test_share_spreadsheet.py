@@ -14,9 +14,9 @@ import subprocess
 
 import pytest
 
-from store.db import transaction
+from store.database.db import transaction
 from store.fields import RECORD_FIELDS
-from store.schema import Feed
+from store.database.schema import Feed
 from tests.api.test_share import make_link
 from tests.api.tiny_data import add_records
 from tests.conftest import need_service

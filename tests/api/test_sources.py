@@ -108,8 +108,9 @@ def test_schema_of_a_trial_feed(tiny_api, tiny):
 
 
 def test_schema_of_a_feed_without_records(fresh_tiny_api, fresh_tiny, sessions):
-    from store import accounts, feeds
-    from store.db import transaction
+    from store.access import accounts
+    from store.intake import feeds
+    from store.database.db import transaction
 
     with transaction(sessions) as session:
         empty = feeds.add_feed(session, "Echo Empty", ["BRSSZ"])

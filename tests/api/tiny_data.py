@@ -15,13 +15,13 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import update
 
-from store.db import transaction
+from store.database.db import transaction
 
 FIXED_TIME = dt.datetime(2024, 2, 1, 12, 0, 0)
 
 
 def add_feed(session, name: str, ports: list[str], **kwargs):
-    from store import feeds
+    from store.intake import feeds
 
     return feeds.add_feed(session, name, ports, **kwargs)
 
@@ -29,8 +29,8 @@ def add_feed(session, name: str, ports: list[str], **kwargs):
 def add_records(session, feed, rows: list[dict[str, Any]], created_at: dt.datetime = FIXED_TIME):
     """Ingest hand-made rows (feed-file columns as text) into `feed`, with a fixed
     `created_at` so that output is exact."""
-    from store import ingest, validate
-    from store.schema import Record
+    from store.intake import ingest, validate
+    from store.database.schema import Record
 
     frame = pd.DataFrame(rows).astype(object)
     frame = frame.where(frame.notna(), None)
@@ -42,7 +42,7 @@ def add_records(session, feed, rows: list[dict[str, Any]], created_at: dt.dateti
 
 def new_buyer(session, name: str, subscriptions: dict) -> tuple[Any, str]:
     """A buyer with a key and subscriptions `{feed: status}`; returns (buyer, key)."""
-    from store import accounts
+    from store.access import accounts
 
     buyer = accounts.add_buyer(session, name)
     key, _ = accounts.create_key(session, buyer)
@@ -94,7 +94,7 @@ TINY_ROWS_B = [
 def load_tiny(sessions) -> dict:
     """Load the hand-made data (see the module docstring) into the store of
     `sessions`; returns the feed ids ("a".."d"), the buyer id and the keys."""
-    from store import accounts
+    from store.access import accounts
 
     with transaction(sessions) as session:
         feed_a = add_feed(session, "Alpha Santos Lineup", ["BRSSZ", "BRPNG"], frequency="daily",

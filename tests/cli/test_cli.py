@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 import cli.operators  # noqa: F401  (registers the commands on the group)
 from cli.main import lineups
-from store import accounts
+from store.access import accounts
 from store.errors import Unauthorized
 
 SANTOS_FILE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "santos-lineup-2023-12.csv"
@@ -262,7 +262,7 @@ def test_db_flag_wins_over_the_environment(store_settings, sessions, monkeypatch
     created = run_json("feed", "add", "Flagged Feed", "--port", "NLRTM", "--db", store_settings.db_url)
     assert not elsewhere.exists()
     with sessions() as session:
-        from store.feeds import find_feed
+        from store.intake.feeds import find_feed
 
         assert find_feed(session, "Flagged Feed").id == created["id"]
 
@@ -304,3 +304,130 @@ def test_console_script_runs_as_a_process(tmp_path):
     usage = subprocess.run([*lineups_command(), "buyer", "add"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert usage.returncode == 2 and usage.stdout == ""
     assert (tmp_path / "lineups.db").exists()
+
+
+# ---------------------------------------------------------------- bad feed files (issue 16.11-15, 18.10)
+
+
+def test_ingest_of_dates_out_of_range_reports_every_bad_row_as_one_json_object(feed, tmp_path):
+    rows = [
+        {"ref": "A1", "port_unlocode": "BRSSZ", "vessel_name": "X", "eta": "0001-01-01"},
+        {"ref": "A2", "port_unlocode": "BRSSZ", "vessel_name": "Y", "eta": "9999-12-31", "quantity": "1e308"},
+        {"ref": "A3", "port_unlocode": "BRSSZ", "vessel_name": "Z", "eta": "unknown"},
+    ]
+    details = assert_error(run_json("ingest", "Santos Lineup", str(write_feed(tmp_path / "d.csv", rows)), code=1), "VALIDATION_ERROR")
+    assert [(d["line"], d["field"]) for d in details] == [(2, "eta"), (3, "eta"), (3, "quantity"), (4, "eta")]
+
+
+def test_ingest_of_a_binary_file_is_one_line_without_traceback(feed, tmp_path):
+    path = tmp_path / "program.csv"
+    path.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 80)
+    body = run_json("ingest", "Santos Lineup", str(path), code=1)
+    assert "not a text file" in body["error"]["message"]
+    result = invoke("ingest", "Santos Lineup", str(path))
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("Error (VALIDATION_ERROR): program.csv is not a text file")
+
+
+def test_ingest_names_a_ragged_row_in_words(feed, tmp_path):
+    path = tmp_path / "ragged.csv"
+    path.write_text("ref,port_unlocode,vessel_name,eta,etb,quantity,dwt,operation,commodity\n"
+                    "A1,BRSSZ,X,2024-01-01,,5,1,load,coal,extra1,extra2\n", encoding="utf-8")
+    result = invoke("ingest", "Santos Lineup", str(path))
+    assert result.exit_code == 1
+    assert "  line 2 has 11 cells, the header has 9" in result.stderr
+
+
+def test_ingest_says_how_a_foreign_file_was_read(feed, tmp_path):
+    path = tmp_path / "semi.csv"
+    path.write_bytes("ref;port_unlocode;vessel_name\nA1;BRSSZ;São Luís\n".encode("cp1252"))
+    result = invoke("ingest", "Santos Lineup", str(path))
+    assert result.exit_code == 0, result.stderr
+    assert "Read as semicolon-separated Windows-1252 text" in result.stderr
+    assert run_json("ingest", "Santos Lineup", str(path)) == {"inserted": 0, "updated": 0, "unchanged": 1, "unresolved_commodities": 0}
+
+
+def test_ingest_of_the_santos_file_without_its_mapping_names_the_option(feed):
+    if not SANTOS_FILE.exists():
+        pytest.skip(f"{SANTOS_FILE} is not on this machine")
+    result = invoke("ingest", "Santos Lineup", str(SANTOS_FILE))
+    assert result.exit_code == 1
+    error = next(line for line in result.stderr.splitlines() if line.startswith("Error"))
+    assert "none of the file's columns is a feed field" in error and "--mapping" in error
+
+
+# ---------------------------------------------------------------- names (issue 18.8)
+
+
+def test_feed_and_buyer_names_match_ignoring_case_and_spacing(feed, buyer, tmp_path):
+    path = write_feed(tmp_path / "feed.csv", good_rows())
+    assert run_json("ingest", "santos  LINEUP", str(path))["inserted"] == 2
+    assert run_json("buyer", "suspend", "acme trading")["status"] == "suspended"
+    body = run_json("subscription", "set", "ACME TRADING", " santos lineup ", "trial")
+    assert (body["buyer_id"], body["feed_id"]) == (buyer["id"], feed["id"])
+
+
+def test_a_name_taken_but_for_case_is_taken(feed, buyer):
+    assert "exists already" in assert_error(run_json("feed", "add", "SANTOS LINEUP", "--port", "BRSSZ", code=1), "VALIDATION_ERROR")["reason"]
+    assert "exists already" in assert_error(run_json("buyer", "add", "acme trading", code=1), "VALIDATION_ERROR")["reason"]
+
+
+def test_a_missed_name_suggests_near_names(feed, buyer, tmp_path):
+    path = write_feed(tmp_path / "feed.csv", good_rows())
+    body = run_json("ingest", "Santos", str(path), code=1)
+    assert_error(body, "NOT_FOUND")
+    assert "did you mean 'Santos Lineup'?" in body["error"]["message"]
+    body = run_json("key", "create", "Acme Tradeing", code=1)
+    assert "did you mean 'Acme Trading'?" in body["error"]["message"]
+    result = invoke("buyer", "resume", "Zebra Shipping")
+    assert result.exit_code == 1 and "did you mean" not in result.stderr
+
+
+# ---------------------------------------------------------------- the taxonomy (issue 18.7)
+
+
+def test_commodity_list_shows_the_leaves_and_searches_them(cli_env):
+    every = run_json("commodity", "list")["commodities"]
+    assert {"id", "name", "subgroup", "group", "aliases"} == set(every[0])
+    assert any(c["name"] == "Thermal Coal" and c["subgroup"] == "Coal" and c["group"] == "Dry Bulk" for c in every)
+    found = run_json("commodity", "list", "steam coal")["commodities"]
+    assert [c["name"] for c in found] == ["Thermal Coal"]
+    coal = {c["name"] for c in run_json("commodity", "list", "coal")["commodities"]}
+    assert {"Thermal Coal", "Coking Coal", "Coal (Unspecified)"} <= coal
+    assert run_json("commodity", "list", "unobtainium") == {"commodities": []}
+
+
+def test_commodity_list_as_a_tree(cli_env):
+    tree = run_json("commodity", "list", "--tree", "coking")["groups"]
+    assert tree == [{"name": "Dry Bulk", "subgroups": [{"name": "Coal", "leaves": [
+        {"id": "dry-bulk/coal/coking-coal", "name": "Coking Coal", "aliases": tree[0]["subgroups"][0]["leaves"][0]["aliases"]}
+    ]}]}]
+    result = invoke("commodity", "list", "--tree")
+    assert result.exit_code == 0
+    assert "Dry Bulk\n  Coal\n    Thermal Coal" in result.stdout
+
+
+def test_commodity_map_to_a_wrong_leaf_suggests_the_nearest(feed, tmp_path):
+    run_json("ingest", "Santos Lineup", str(write_feed(tmp_path / "feed.csv", good_rows())))
+    details = assert_error(run_json("commodity", "map", "widgets", "Soybean Mael", code=1), "VALIDATION_ERROR")
+    assert details["parameter"] == "leaf" and details["suggestions"][0] == "Soybean Meal"
+    details = assert_error(run_json("commodity", "map", "widgets", "Coal", code=1), "VALIDATION_ERROR")
+    assert "is a subgroup" in details["reason"]
+    assert {"Thermal Coal", "Coking Coal", "Coal (Unspecified)"} <= set(details["suggestions"])
+
+
+def test_quality_duplicates_counts_likely_duplicates_by_cause(cli_env):
+    """Issue 19: the demo makes both kinds of near-duplicate; the merge resolves
+    them, so the report's IMO-missing and less-specific counts are zero, and the
+    report counts what remains (counterparty disagreements, other)."""
+    run_json("demo", "--records", "400", "--seed", "7", "--anchor-date", "2024-03-01")
+    body = run_json("quality", "duplicates", "--buyer", "Demo Buyer")
+    assert body["causes"] == ["counterparty disagreement", "IMO missing", "name of several IMOs", "commodity less specific", "other"]
+    (demo_buyer,) = body["buyers"]
+    assert demo_buyer["buyer"] == "Demo Buyer" and demo_buyer["rows"] > 100
+    assert demo_buyer["IMO missing"] == 0 and demo_buyer["commodity less specific"] == 0
+    assert demo_buyer["pairs"] == sum(demo_buyer[c] for c in body["causes"])
+    assert run_json("quality", "duplicates")["buyers"] == body["buyers"]  # the only buyer
+    text = invoke("quality", "duplicates")
+    assert text.exit_code == 0 and "counterparty disagreement" in text.stdout and "Demo Buyer" in text.stdout
+    assert_error(run_json("quality", "duplicates", "--buyer", "Nobody", code=1), "NOT_FOUND")

@@ -62,8 +62,8 @@ def test_c11_db_status_and_upgrade(cli_env):
 def test_c11_a_store_behind_is_refused_with_the_command_to_run_and_no_password(cli_env, monkeypatch):
     from sqlalchemy import text
 
-    from store.db import engine_for
-    from store.migrate import head_revision
+    from store.database.db import engine_for
+    from store.database.migrate import head_revision
 
     run_json("db", "upgrade")
     engine = engine_for(cli_env)
@@ -81,3 +81,69 @@ def test_c11_a_store_behind_is_refused_with_the_command_to_run_and_no_password(c
         connection.execute(text(f"UPDATE alembic_version SET version_num = '{head_revision()}'"))
     engine.dispose()
     assert run_json("feed", "list") == {"feeds": []}
+
+
+def test_links_are_named_by_a_label_matched_ignoring_case(cli_env):
+    """Issue 18.8: LINK arguments take an id or a unique label (C11)."""
+    _demo_buyer()
+    made = run_json("link", "create", "acme trading", "port=NLRTM", "--label", "Rotterdam sheet")
+    listed = run_json("link", "list", "Acme Trading")["links"]
+    assert listed[0]["label"] == "Rotterdam sheet"
+    details = assert_error(run_json("link", "create", "Acme Trading", "port=BRSSZ", "--label", "ROTTERDAM SHEET", code=1), "VALIDATION_ERROR")
+    assert details["parameter"] == "label"
+    body = run_json("link", "revoke", "rotterdam sheet")
+    assert body["id"] == made["id"]
+    missed = run_json("link", "revoke", "Rotterdam", code=1)
+    assert "did you mean 'Rotterdam sheet'?" in missed["error"]["message"]
+
+
+def test_the_public_base_url_is_stored_once_and_every_command_prints_it(cli_env, monkeypatch):
+    """Issue 18.6: `lineups config set base-url` (or `serve --base-url`) keeps the
+    public address in the store; link create and list --show-tokens use it, a flag or
+    $LINEUPS_BASE_URL overrides it for one command."""
+    import cli.config  # noqa: F401
+    from cli.main import Context
+    from cli.serve import _settings
+
+    monkeypatch.delenv("LINEUPS_BASE_URL", raising=False)
+    _demo_buyer()
+    assert run_json("config", "get", "base-url") == {"name": "base-url", "value": None}
+    assert run_json("config", "set", "base-url", "https://lineups.example.com/") == {
+        "name": "base-url", "value": "https://lineups.example.com"}
+    made = run_json("link", "create", "Acme Trading", "port=NLRTM")
+    assert made["url"].startswith("https://lineups.example.com/v1/share/sl_")
+    shown = run_json("link", "list", "Acme Trading", "--show-tokens")["links"]
+    assert shown[0]["url"] == made["url"]
+    flagged = run_json("link", "create", "Acme Trading", "--base-url", "http://10.0.0.5:8000")
+    assert flagged["url"].startswith("http://10.0.0.5:8000/v1/share/")
+    monkeypatch.setenv("LINEUPS_BASE_URL", "http://env.example:9000")
+    assert run_json("link", "create", "Acme Trading")["url"].startswith("http://env.example:9000/v1/share/")
+    monkeypatch.delenv("LINEUPS_BASE_URL")
+
+    served = _settings(Context(None, True), "0.0.0.0", 8123)  # serve without --base-url
+    assert served.base_url == "https://lineups.example.com"
+    served = _settings(Context(None, True, "https://new.example.com"), "0.0.0.0", 8123)
+    assert served.base_url == "https://new.example.com"
+    assert run_json("config", "list") == {"settings": {"base-url": "https://new.example.com"}}
+    run_json("config", "unset", "base-url")
+    assert _settings(Context(None, True), "0.0.0.0", 8123).base_url == "http://127.0.0.1:8123"
+    for bad in ("lineups.example.com", "ftp://x.example", "https://x.example/?a=1"):
+        assert assert_error(run_json("config", "set", "base-url", bad, code=1), "VALIDATION_ERROR")["parameter"] == "base-url"
+    assert "did you mean 'base-url'" in run_json("config", "get", "base_url", code=1)["error"]["message"]
+
+
+def test_labels_are_per_buyer_and_a_shared_label_is_revoked_with_the_buyer(cli_env):
+    """A buyer's label is never refused (nor revealed) because another buyer uses it;
+    an operator revoking by a label two buyers use names the buyer."""
+    _demo_buyer()
+    run_json("buyer", "add", "Beta Grains")
+    acme = run_json("link", "create", "Acme Trading", "port=NLRTM", "--label", "Weekly sheet")
+    beta = run_json("link", "create", "Beta Grains", "port=BRSSZ", "--label", "weekly  SHEET")
+    assert acme["id"] != beta["id"]
+    details = assert_error(run_json("link", "create", "Beta Grains", "port=NLRTM", "--label", "Weekly sheet", code=1), "VALIDATION_ERROR")
+    assert details["parameter"] == "label"
+    shared = run_json("link", "revoke", "weekly sheet", code=1)
+    assert "--buyer" in shared["error"]["message"]
+    assert run_json("link", "revoke", "weekly sheet", "--buyer", "beta grains")["id"] == beta["id"]
+    listed = {row["id"]: row for row in run_json("link", "list", "Acme Trading")["links"]}
+    assert listed[acme["id"]]["revoked_at"] is None  # Acme's link of that label untouched

@@ -24,9 +24,11 @@ from tornado.web import Application
 
 from explorer.app import ExplorerApp, origins_for
 
-from store.db import transaction
+from store.database.db import transaction
 
-ANCHOR = dt.date(2026, 11, 23)
+#: The demo's calls are placed around today, as `lineups serve --demo` places them: the
+#: explorer opens on calls from today on, so a fixed day would empty it as time passes.
+ANCHOR = dt.datetime.now(dt.timezone.utc).date()
 DEMO_RECORDS = 800
 DEMO_SEED = 7
 BASE_URL = "http://explorer.test"
@@ -42,7 +44,7 @@ def backend() -> str:
 def demo(sessions) -> dict[str, Any]:
     """The demo data set (800 records, fixed seed and anchor) in the fresh store:
     `{"buyer_id", "api_key", "feeds", "records"}`."""
-    from store.demo import load_demo
+    from store.intake.demo import load_demo
 
     with transaction(sessions) as session:
         return load_demo(session, DEMO_RECORDS, seed=DEMO_SEED, anchor=ANCHOR)
@@ -52,9 +54,9 @@ def demo(sessions) -> dict[str, Any]:
 def context(sessions, demo):
     """What every explorer session of one process shares, over the demo store."""
     from explorer.session import ExplorerContext
-    from store.lineups import LineupService
+    from store.views.lineups import Lineups
 
-    return ExplorerContext(sessions, LineupService(), ("test-secret",), BASE_URL)
+    return ExplorerContext(sessions, Lineups(sessions), ("test-secret",), BASE_URL)
 
 
 @pytest.fixture

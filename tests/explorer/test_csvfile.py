@@ -61,4 +61,6 @@ def test_the_download_is_the_apis_csv_text(account):
     from explorer.state import LineupsModel
 
     model = LineupsModel(account)
-    assert csv_bytes(model.selection) == render.csv_page(model.selection)
+    rows = account.context.service.frame(account.buyer_id, model.filters.query(account.context.taxonomy))
+    assert len(rows) > 50
+    assert csv_bytes(rows) == render.csv_page(rows)

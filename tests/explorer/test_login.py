@@ -14,8 +14,8 @@ from tornado.websocket import websocket_connect
 
 from explorer.app import origins_for
 from explorer.auth import COOKIE
-from store import accounts
-from store.db import transaction
+from store.access import accounts
+from store.database.db import transaction
 
 
 @pytest.fixture
@@ -141,3 +141,46 @@ def test_the_login_page_sends_a_signed_in_browser_to_the_app(live, demo, sign_in
     response = client.get(f"{live.base_url}/explorer/login", allow_redirects=False)
     assert response.status_code == 302 and response.headers["Location"] == "/explorer/"
     assert COOKIE in client.cookies
+
+
+def test_logout_ends_the_session_on_the_server(live, demo, sign_in):
+    """Issue 17, item 5: a copy of the cookie taken before the logout opens nothing."""
+    client, _ = sign_in(live, demo["api_key"])
+    copied = dict(client.cookies)
+    assert client.get(f"{live.base_url}/explorer/").status_code == 200
+    client.get(f"{live.base_url}/explorer/logout")
+    again = requests.get(f"{live.base_url}/explorer/", cookies=copied, allow_redirects=False)
+    assert again.status_code == 302 and "/explorer/login" in again.headers["Location"]
+    # A new sign-in is a new session, which opens the app.
+    fresh, _ = sign_in(live, demo["api_key"])
+    assert fresh.get(f"{live.base_url}/explorer/").status_code == 200
+
+
+def test_an_ended_session_stops_every_action(context, identity):
+    from explorer.session import Account, SessionLost
+
+    account = Account.open(context, identity)
+    with account.store():
+        pass
+    context.book.end(identity.session_id)
+    with pytest.raises(SessionLost):
+        with account.store():
+            pass
+    assert account.lost
+    with pytest.raises(SessionLost):
+        Account.open(context, identity)
+
+
+def test_a_logout_holds_in_every_server_process_and_after_a_restart(context, identity):
+    """The ended sign-in is kept in the store: another process's context (or the same
+    server after a restart) over the same store refuses the cookie too."""
+    import dataclasses
+
+    from explorer.session import Account, SessionLost
+
+    other_process = dataclasses.replace(context, book=None)  # its own book, over the same store
+    Account.open(other_process, identity)
+    context.book.end(identity.session_id)
+    with pytest.raises(SessionLost):
+        Account.open(other_process, identity)
+    assert not other_process.book.is_live(identity.session_id)

@@ -4,6 +4,8 @@ handling, JSON 404 and 405 bodies included (C5)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 import requests
 
@@ -13,9 +15,8 @@ api_app = pytest.importorskip("api.app")
 @pytest.fixture
 def live(live_explorer, context):
     def host(explorer):
-        # One LineupService for both: the explorer and the API share the merge caches.
         return api_app.make_app(
-            _settings(context), context.sessions, context.service, extra_routes=lambda deps: explorer.routes()
+            _settings(context), context.sessions, extra_routes=lambda deps: explorer.routes()
         )
 
     return live_explorer(host)
@@ -60,7 +61,7 @@ def test_a_link_made_in_the_explorer_serves_its_rows_until_revoked(live, account
     path = "/v1/share/" + shares.url.rsplit("/v1/share/", 1)[1]
     served = requests.get(live.base_url + path)
     assert served.status_code == 200, served.text
-    assert served.content == lineups.csv_file().getvalue()  # the same rows, the same text
+    assert served.content == asyncio.run(lineups.csv_file()).getvalue()  # the same rows, the same text
     shares.request_revoke(shares.created_id)
     shares.param.trigger("confirm_revoke")
     assert requests.get(live.base_url + path).status_code == 401

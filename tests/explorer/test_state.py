@@ -3,7 +3,10 @@ the data they derive (issue 6, "Unit tests drive the param classes")."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import html
+import re
 
 import pandas as pd
 import pytest
@@ -11,14 +14,15 @@ import pytest
 from explorer import charts
 from explorer.feeds import FeedsModel
 from explorer.shares import SharesModel
-from explorer.state import TABLE_COLUMNS, LineupsModel
-from explorer.views.detail import provenance_frame
-from store import accounts, links
-from store.db import transaction
+from explorer.state import COLUMN_TITLES, DEFAULT_COLUMNS, PAGE_SIZE, LineupsModel
+from explorer.views.detail import detail_view, provenance_frame, resolution_lines
+from store.access import accounts, links
+from store.database.db import transaction
 from store.errors import Unauthorized, ValidationError
 from store.fields import RECORD_FIELDS
-from store.query import LineupQuery, parse_query
-from store.taxonomy import default_taxonomy
+from store.views.lineups import Summary
+from store.views.query import LineupQuery, parse_query
+from store.reference.taxonomy import default_taxonomy
 
 ENTITLED = {
     "Brazil Grains Lineup": "active",
@@ -32,14 +36,33 @@ ENTITLED = {
 def api_rows(context, buyer_id, args):
     """What /v1/lineups selects for `args`: the same parser and the same service."""
     query = parse_query(args, default_taxonomy().parse_filter)[0]
-    with transaction(context.sessions) as session:
-        return context.service.select(session, buyer_id, query).rows
+    return context.service.frame(buyer_id, query)
+
+
+def result_of(model: LineupsModel) -> pd.DataFrame:
+    """The whole result of the model's current filters, read the way the API's CSV reads
+    it (keyset blocks): what its pages, count and charts must agree with."""
+    account = model.account
+    return account.context.service.frame(account.buyer_id, model.filters.query(account.context.taxonomy))
+
+
+def every_page(model: LineupsModel) -> list[str]:
+    """The ids of every page the buyer can turn to, from the first."""
+    model.page = 0
+    ids = list(model.page_rows["id"])
+    while len(ids) < model.row_count:
+        model.param.trigger("next_page")
+        ids += list(model.page_rows["id"])
+    return ids
 
 
 def api_message(args) -> str:
+    """The explorer's words for the API's refusal of `args`."""
+    from explorer.words import problem
+
     with pytest.raises(ValidationError) as raised:
         parse_query(args, default_taxonomy().parse_filter)
-    return raised.value.message
+    return problem(raised.value)
 
 
 def feed_id(account, name: str) -> str:
@@ -59,7 +82,10 @@ def test_filters_offer_the_buyers_feeds_ports_and_the_taxonomy(account):
     assert "Brazil" in filters.param.country.objects and "Belgium" not in filters.param.country.objects
     taxonomy = default_taxonomy()
     assert set(filters.param.commodity.objects) == set(taxonomy.all_names())
-    assert filters.param.commodity.objects[: len(taxonomy.groups())] == taxonomy.groups()
+    labels = filters.param.commodity.names  # the tree: each name first, then where it sits
+    assert labels[f"{taxonomy.groups()[0]} (all)"] == taxonomy.groups()[0]
+    assert all(label.startswith(name) for label, name in labels.items())
+    assert all(" › " in label for label, name in labels.items() if name not in taxonomy.groups() + taxonomy.subgroups())
 
 
 def test_default_filters_are_no_parameters(account):
@@ -106,8 +132,8 @@ def test_the_model_selects_what_the_api_selects(account, context, demo):
     model = LineupsModel(account)
     expected = api_rows(context, demo["buyer_id"], {})
     assert model.error == ""
-    assert model.row_count == len(expected) > 0
-    assert list(model.selection["id"]) == list(expected["id"])
+    assert model.row_count == len(expected) > PAGE_SIZE
+    assert every_page(model) == list(expected["id"])
 
 
 def test_a_filter_change_reselects_the_rows(account, context, demo):
@@ -115,19 +141,19 @@ def test_a_filter_change_reselects_the_rows(account, context, demo):
     everything = model.row_count
     model.filters.port = "BRSSZ"
     assert 0 < model.row_count < everything
-    assert set(model.selection["port_unlocode"]) == {"BRSSZ"}
-    assert list(model.selection["id"]) == list(api_rows(context, demo["buyer_id"], {"port": ["BRSSZ"]})["id"])
+    assert set(model.page_rows["port_unlocode"]) == {"BRSSZ"}
+    assert every_page(model) == list(api_rows(context, demo["buyer_id"], {"port": ["BRSSZ"]})["id"])
     model.filters.param.update(commodity=["Soybeans"], latest=True)
     args = {"port": ["BRSSZ"], "commodity": ["Soybeans"], "latest": ["true"]}
-    assert list(model.selection["id"]) == list(api_rows(context, demo["buyer_id"], args)["id"])
+    assert every_page(model) == list(api_rows(context, demo["buyer_id"], args)["id"])
 
 
 def test_an_invalid_combination_shows_the_apis_message(account):
     model = LineupsModel(account)
     model.filters.param.update(date_from=dt.date(2026, 12, 1), date_to=dt.date(2026, 11, 1))
     assert model.error == api_message({"from": ["2026-12-01"], "to": ["2026-11-01"]})
-    assert model.error.startswith("Invalid parameter 'from'")
-    assert model.row_count == 0 and model.selection.empty
+    assert model.error.startswith("The From date is after the To date")
+    assert model.row_count == 0 and model.page_rows.empty
     model.filters.date_to = dt.date(2026, 12, 31)
     assert model.error == "" and model.row_count > 0
 
@@ -136,29 +162,39 @@ def test_the_table_shows_the_selected_rows(account):
     model = LineupsModel(account)
     model.filters.port = "NLRTM"
     table = model.table()
-    assert tuple(table.columns) == TABLE_COLUMNS
-    assert len(table) == model.row_count
-    assert list(table["id"]) == list(model.selection["id"])
+    assert tuple(table.columns) == ("id", *DEFAULT_COLUMNS)
+    assert len(table) == min(PAGE_SIZE, model.row_count)
+    assert list(table["id"]) == list(result_of(model)["id"].iloc[:PAGE_SIZE])
     assert table["port"].str.endswith("NLRTM").all()
     assert table["eta"].dropna().str.match(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$").all()
-    # A row without a quantity shows an empty cell, never "NaN".
-    missing = model.selection["quantity"].isna().to_numpy()
-    assert missing.any() and all(v is None for v in table["quantity"][missing])
-    assert all(isinstance(v, float) for v in table["quantity"][~missing])
+    # A row without a quantity shows an empty cell, never "NaN"; numbers with separators and unit.
+    missing = model.page_rows["quantity"].isna().to_numpy()
+    assert all(v is None for v in table["qty"][missing])
+    assert table["qty"][~missing].str.match(r"^\d{1,3}(,\d{3})* \w+$").all()
+    model.columns = [*DEFAULT_COLUMNS, "imo", "etd"]
+    assert list(model.table().columns) == ["id", *[c for c in COLUMN_TITLES if c in model.columns]]
 
 
 def test_charts_follow_the_filters(account):
+    """The charts' totals, summed in SQL, are those of the whole result."""
     model = LineupsModel(account)
-    rows = model.selection
-    weekly = model.weekly_quantity()
+    rows = result_of(model)
+    weekly = model.weekly
     tonnes = rows[(rows["quantity_unit"] == "MT") & rows["combined_date"].notna() & rows["quantity"].notna()]
     assert weekly["kt"].sum() == pytest.approx(tonnes["quantity"].sum() / 1000)
     assert set(weekly["week"].map(lambda w: dt.date.fromisoformat(w).weekday())) == {0}
-    by_port = model.status_by_port()
+    by_port = model.statuses
     assert by_port["vessels"].sum() == rows.groupby(["port_unlocode", "vessel_status"])["vessel_key"].nunique().sum()
     model.filters.commodity = ["Crude Oil"]
-    assert set(model.weekly_quantity()["group"]) <= {"Liquid Bulk"}  # crude is in barrels: no MT rows
-    assert set(model.status_by_port()["port"].str[-6:-1]) <= {"USHOU", "USCRP", "NLRTM"}
+    assert set(model.weekly["group"]) <= {"Liquid Bulk"}  # crude is in barrels: no MT rows
+    crude = result_of(model)
+    assert model.left_out and sum(model.left_out.values()) == crude["quantity"].notna().sum() - (
+        (crude["quantity_unit"] == "MT") & crude["quantity"].notna()).sum()
+    assert model.left_out == {
+        str(unit): n for unit, n in crude.loc[crude["quantity"].notna() & (crude["quantity_unit"] != "MT"), "quantity_unit"]
+        .fillna("no unit").value_counts().items()
+    }
+    assert set(model.statuses["port"].str[-6:-1]) <= {"USHOU", "USCRP", "NLRTM"}
     groups = [*account.context.taxonomy.groups(), charts.UNRESOLVED]
     chart = charts.weekly_quantity_chart(groups)
     charts.draw_weekly_quantity(chart, weekly)
@@ -169,33 +205,33 @@ def test_charts_follow_the_filters(account):
     assert tops.to_dict() == pytest.approx(weekly.groupby("week")["kt"].sum().to_dict())
     listed = list(dict.fromkeys(bars["group"]))  # the legend's entries, in its order
     assert listed == [group for group in groups if group in set(weekly["group"])]
-    charts.draw_weekly_quantity(chart, model.weekly_quantity())
-    assert set(chart.renderers[0].data_source.data["group"]) == set(model.weekly_quantity()["group"])
+    charts.draw_weekly_quantity(chart, model.weekly)
+    assert set(chart.renderers[0].data_source.data["group"]) == set(model.weekly["group"])
 
 
 def test_the_charts_are_redrawn_in_place(account):
     model = LineupsModel(account)
     chart = charts.status_by_port_chart()
-    charts.draw_status_by_port(chart, model.status_by_port())
+    charts.draw_status_by_port(chart, model.statuses)
     ports = list(chart.y_range.factors)
     assert ports == sorted(ports, reverse=True)  # the first port in name order on top
     assert chart.height == max(240, 28 * len(ports) + 90)
     model.filters.port = "NLRTM"
-    charts.draw_status_by_port(chart, model.status_by_port())
+    charts.draw_status_by_port(chart, model.statuses)
     assert list(chart.y_range.factors) == ["Rotterdam (NLRTM)"] and chart.height == 240
     bars = pd.DataFrame(chart.renderers[0].data_source.data)
-    assert bars["end"].max() == model.status_by_port()["vessels"].sum()
+    assert bars["end"].max() == model.statuses["vessels"].sum()
     assert list(bars["color"]) == [charts.STATUS_COLORS[status] for status in bars["status"]]
-    charts.draw_status_by_port(chart, charts.status_by_port(model.selection.iloc[:0]))
+    charts.draw_status_by_port(chart, charts.status_by_port(Summary.empty().statuses))
     assert list(chart.y_range.factors) == [charts.NOTHING] and not chart.renderers[0].data_source.data["port"]
 
 
 def test_selecting_a_row_explains_it(account):
     model = LineupsModel(account)
-    merged = model.selection[model.selection["source_name"].str.contains(";")]
+    merged = model.page_rows[model.page_rows["source_name"].str.contains(";")]
     position = int(merged.index[0])
     model.select_row(position)
-    assert model.selected_id == model.selection["id"].iloc[position]
+    assert model.selected_id == model.page_rows["id"].iloc[position]
     explained = model.detail["explain"]
     assert explained["id"] == model.selected_id
     assert len(explained["records"]) >= 2
@@ -204,18 +240,40 @@ def test_selecting_a_row_explains_it(account):
     assert all(e["etas"] and e["slip_hours"] is not None for e in model.detail["eta"] if e["first_eta"])
     provenance = provenance_frame(explained).set_index("field")
     assert provenance.loc["vessel_name", "value"] == explained["fields"]["vessel_name"]["value"]
-    assert provenance.loc["port_unlocode", "supplied_by"].split(" (")[0] in names
+    assert provenance.loc["port_unlocode", "from"].split(" (")[0] in names
     disagreeing = {d["field"] for d in explained["disagreements"]}
-    assert set(provenance.index[provenance["disagreement"] != ""]) == disagreeing
+    assert set(provenance.index[provenance["others"] != ""]) <= disagreeing
     assert "id" not in provenance.index
     model.select_row(None)
     assert model.selected_id == "" and model.detail is None
 
 
+def test_the_detail_says_what_the_merge_resolved(account):
+    """Issue 19 rule 4: a row that merges a name-only record, or an unspecified
+    commodity, says so in the row detail, in words."""
+    model = LineupsModel(account)
+    result = account.context.service.frame(account.buyer_id, LineupQuery())  # what the buyer can page through
+    merged = result[result["source_name"].str.contains(";")]
+    kinds: dict[str, list[str]] = {}
+    for row_id in merged["id"]:
+        model.selected_id = str(row_id)  # what a click on the row does
+        lines = resolution_lines(model.detail["explain"])
+        for resolution in model.detail["explain"]["resolutions"]:
+            kinds.setdefault(resolution["kind"], lines)
+            view = detail_view(model.detail)
+            notes = [p for p in view.objects if "resolutions-note" in getattr(p, "css_classes", [])]
+            assert notes and all(html.escape(line) in notes[0].object for line in lines)
+        if len(kinds) == 2:
+            break
+    assert set(kinds) == {"vessel", "commodity"}, kinds
+    assert any(re.fullmatch(r"IMO \d{7} from .+, matched by name .+", line) for line in kinds["vessel"])
+    assert any(re.fullmatch(r".+\(Unspecified\) from .+ joined .+", line) for line in kinds["commodity"])
+
+
 def test_the_download_is_the_whole_result_as_csv(account):
     model = LineupsModel(account)
     model.filters.port = "BRSSZ"
-    text = model.csv_file().getvalue().decode("utf-8")
+    text = asyncio.run(model.csv_file()).getvalue().decode("utf-8")
     assert text.startswith("\ufeff" + ",".join(RECORD_FIELDS) + "\r\n")
     lines = text[1:].split("\r\n")
     assert lines[-1] == ""
@@ -231,7 +289,7 @@ def test_a_revoked_key_ends_the_session_on_the_next_action(account, sessions, de
     model.filters.port = "BRSSZ"
     assert account.lost
     assert model.row_count == before  # nothing was read for the lost session
-    assert model.csv_file() is None
+    assert asyncio.run(model.csv_file()) is None
 
 
 def test_a_suspended_buyer_ends_the_session(account, sessions, demo):
@@ -296,8 +354,8 @@ def test_another_buyers_link_cannot_be_revoked(account, sessions):
 
 # ---------------------------------------------------------------- feeds
 def test_feeds_with_ratings_status_and_coverage(account, sessions):
-    from store.coverage import feed_schema
-    from store.feeds import find_feed
+    from store.views.coverage import feed_schema
+    from store.intake.feeds import find_feed
 
     model = FeedsModel(account=account)
     assert model.feeds == []  # read when the screen opens
@@ -328,5 +386,190 @@ def test_the_explorer_opens_screens_on_demand(account):
     explorer.lineups.filters.port = "BRSSZ"
     explorer.tab = 1
     explorer.shares.param.trigger("create")
-    assert explorer.shares.created_summary == "Port BRSSZ"
+    # The explorer opens on upcoming calls: from today (UTC).
+    assert explorer.shares.created_summary == f"Port BRSSZ · from {dt.datetime.now(dt.timezone.utc).date()}"
     assert isinstance(explorer.lineups.table(), pd.DataFrame)
+
+
+# ---------------------------------------------------------------- issue 17
+def test_every_sort_order_puts_blanks_last_both_ways(account):
+    from explorer.state import SORT_ORDERS
+    from tests.pipeline_reference import sorted_rows
+
+    model = LineupsModel(account)
+    rows = result_of(model)
+    for label, column in SORT_ORDERS.items():
+        if not column:
+            continue
+        for descending in (False, True):
+            model.param.update(sort_by=column, descending=descending)
+            expected = sorted_rows(rows, column, not descending).head(PAGE_SIZE)
+            assert list(model.page_rows["id"]) == list(expected["id"]), (label, descending)
+            values = sorted_rows(rows, column, not descending)[column]
+            blanks = values.isna().to_numpy()
+            assert not blanks[: (~blanks).sum()].any(), (label, descending)  # blanks after every value
+    model.param.update(sort_by="quantity", descending=False)
+    quantities = sorted_rows(rows, "quantity", True)["quantity"].dropna().astype(float).tolist()
+    assert quantities == sorted(quantities)  # numbers, not text
+
+
+def test_paging_reads_the_page_on_screen(account):
+    model = LineupsModel(account)
+    assert model.range_text() == f"1–{PAGE_SIZE} of {model.row_count:,}"
+    model.param.trigger("next_page")
+    assert model.page == 1 and model.range_text().startswith(f"{PAGE_SIZE + 1}–")
+    assert list(model.page_rows["id"]) == list(result_of(model)["id"].iloc[PAGE_SIZE : 2 * PAGE_SIZE])
+    model.filters.port = "BRSSZ"
+    assert model.page == 0  # new filters, first page
+
+
+def test_the_store_work_runs_off_the_event_loop_and_shows_busy(account, monkeypatch):
+    """A slow query keeps the loop free for others, and the model says it is busy."""
+    import asyncio
+    import threading
+    import time
+
+    from explorer import data
+
+    model = LineupsModel(account)
+    slow_page, slow_summary = data.page, data.summary
+    threads = []
+
+    def slow(read):
+        def reading(*args):
+            threads.append(threading.current_thread())
+            time.sleep(0.5)
+            return read(*args)
+        return reading
+
+    monkeypatch.setattr(data, "page", slow(slow_page))
+    monkeypatch.setattr(data, "summary", slow(slow_summary))
+
+    async def scenario():
+        ticks, seen = 0, []
+        task = asyncio.ensure_future(model.refresh())
+        await asyncio.sleep(0.05)
+        assert model.busy and not model.charting  # the rows first…
+        while not task.done():
+            ticks += 1
+            seen.append((model.busy, model.charting))
+            await asyncio.sleep(0.01)
+        return ticks, seen
+
+    ticks, seen = asyncio.run(scenario())
+    assert ticks > 20  # the loop kept turning during both 0.5 s reads
+    assert (False, True) in seen  # …then the charts, the rows already on screen
+    assert threads and all(thread is not threading.main_thread() for thread in threads)
+    assert not model.busy and not model.charting and model.row_count > 0
+
+
+def test_a_refresh_that_fails_says_so_and_shows_no_old_rows(account, monkeypatch):
+    from explorer import data
+    from explorer.state import FAILED
+
+    model = LineupsModel(account)
+    assert model.row_count > 0
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the store is gone")
+
+    monkeypatch.setattr(data, "page", broken)
+    model.filters.port = "BRSSZ"
+    assert model.error == FAILED and model.row_count == 0 and model.page_rows.empty
+    assert model.weekly.empty and model.statuses.empty  # no old charts either
+
+
+def test_charts_that_fail_say_so_under_rows_that_did_not(account, monkeypatch):
+    from explorer import data
+    from explorer.state import CHARTS_FAILED
+
+    model = LineupsModel(account)
+    assert not model.weekly.empty
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the totals are gone")
+
+    monkeypatch.setattr(data, "summary", broken)
+    model.filters.port = "BRSSZ"
+    assert model.error == "" and model.row_count > 0 and set(model.page_rows["port_unlocode"]) == {"BRSSZ"}
+    assert model.charts_problem == CHARTS_FAILED and model.weekly.empty and model.statuses.empty
+    monkeypatch.undo()
+    model.filters.port = "NLRTM"
+    assert model.charts_problem == "" and not model.statuses.empty
+
+
+def test_filters_from_and_to_the_address(account):
+    filters = LineupsModel(account).filters
+    taxonomy = default_taxonomy()
+    ignored = filters.set_args({"port": "brssz", "commodity": "soybeans", "latest": "true", "to": "2026-12-31"}, taxonomy)
+    assert ignored == []
+    assert filters.url_args() == {"port": "BRSSZ", "to": "2026-12-31", "commodity": "Soybeans", "latest": "true"}
+    ignored = filters.set_args({"port": "XXNOP", "from": "tomorrow", "commodity": "coall"}, taxonomy)
+    assert len(ignored) == 3 and not any("'" in text or "parameter" in text for text in ignored)
+    assert filters.url_args() == {"source": "all"}  # nothing narrows: said explicitly
+    filters.reset(dt.date(2026, 11, 24))
+    assert filters.url_args() == {"from": "2026-11-24"}
+
+
+def test_ports_and_countries_narrow_to_the_chosen_feed(account):
+    filters = LineupsModel(account).filters
+    filters.port = "NLRTM"
+    filters.source = feed_id(account, "Brazil Grains Lineup")
+    assert set(filters.param.port.objects) == {"", "BRSSZ", "BRPNG", "BRRIG", "BRITQ"}
+    assert filters.port == "" and list(filters.param.country.objects) == ["", "Brazil"]
+
+
+def test_messages_are_in_the_buyers_words():
+    from explorer.words import problem
+    from store.errors import Forbidden
+
+    assert api_message({"from": ["2026-12-01"], "to": ["2026-11-01"]}).startswith("The From date is after the To date")
+    assert "Did you mean" in api_message({"commodity": ["soybean"]})
+    assert problem(Forbidden("You have no active or trial subscription to this feed")).startswith("You no longer have")
+
+
+def test_typed_dates():
+    from explorer.views.widgets import parse_day
+
+    for text in ("2026-12-31", "31/12/2026", "31.12.2026", "31 Dec 2026", "Dec 31, 2026", " 2026/12/31 "):
+        assert parse_day(text) == dt.date(2026, 12, 31), text
+    assert parse_day("") is None and parse_day("  ") is None
+    with pytest.raises(ValueError):
+        parse_day("next tuesday")
+
+
+def test_likely_duplicates_are_flagged_with_a_reason():
+    from store.merging.duplicates import likely_duplicates
+
+    base = {name: None for name in RECORD_FIELDS}
+    rows = pd.DataFrame([
+        {**base, "id": "a", "port_unlocode": "BRSSZ", "port_name": "Santos", "vessel_name": "MV Star 1", "vessel_imo": "9074729",
+         "commodity": "soybeans", "commodity_normalized": "Soybeans", "commodity_normalized_subgroup": "Grains",
+         "combined_date": "2026-11-24T10:00:00Z"},
+        {**base, "id": "b", "port_unlocode": "BRSSZ", "port_name": "Santos", "vessel_name": "STAR 1", "vessel_imo": None,
+         "commodity": "grain", "commodity_normalized": None, "commodity_normalized_subgroup": "Grains",
+         "combined_date": "2026-11-26T10:00:00Z"},
+        {**base, "id": "c", "port_unlocode": "BRSSZ", "port_name": "Santos", "vessel_name": "STAR 1", "vessel_imo": None,
+         "commodity": "soybeans", "commodity_normalized": "Soybeans", "commodity_normalized_subgroup": "Grains",
+         "combined_date": "2026-12-20T10:00:00Z"},  # weeks later: another call
+    ])
+    found = likely_duplicates(rows)
+    assert set(found) == {"a", "b"}
+    assert found["b"].startswith("possible duplicate of MV Star 1 at Santos")
+    assert "IMO missing" in found["b"] and "commodity less specific" in found["b"]
+
+
+def test_enter_in_a_date_box_reads_a_day_and_never_raises():
+    """Panel's text box sets the raw text on Enter; a date box reads it as a day, and
+    keeps its day (no traceback in the server log) when the text is no day."""
+    from types import SimpleNamespace
+
+    from explorer.views.widgets import DateInput
+
+    box = DateInput(value=dt.date(2026, 11, 1))
+    box._process_event(SimpleNamespace(event_name="enter-pressed", value_input="31/12/2026"))
+    assert box.value == dt.date(2026, 12, 31)
+    box._process_event(SimpleNamespace(event_name="enter-pressed", value_input="next tuesday"))
+    assert box.value == dt.date(2026, 12, 31)
+    box._process_event(SimpleNamespace(event_name="enter-pressed", value_input=""))
+    assert box.value is None

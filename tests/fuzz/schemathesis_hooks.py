@@ -12,21 +12,26 @@ document" means valid by the contract:
   signs for this very query (the run gives the secret in `LINEUPS_SECRET`), at a
   position drawn from the generated text, so that keyset paging is fuzzed too.
 
-Negative cases (made invalid on purpose) pass through unchanged, so a made-up cursor
-or a reversed date range must still be refused.
+- A share link's token is signed (C8): in valid cases the hook gives the token of a
+  real link (`LINEUPS_FUZZ_SHARE_TOKEN`, made by the test), so that the CSV it serves
+  is checked against the document too.
+
+Negative cases (made invalid on purpose) pass through unchanged, so a made-up cursor,
+token or a reversed date range must still be refused.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 
 import schemathesis
 
 from api.cursors import CursorCodec, binding
 from store.errors import ValidationError
-from store.query import parse_query
+from store.views.query import parse_query
 from store.settings import Settings
-from store.taxonomy import default_taxonomy
+from store.reference.taxonomy import default_taxonomy
 
 LINEUPS = "/v1/lineups"
 
@@ -63,10 +68,16 @@ def _signed_cursor(query: dict) -> str | None:
     return _codec().encode(_position(_text(query["cursor"])), binding(parsed.key(), parsed.format))
 
 
+SHARE = "/v1/share/{token}"
+
+
 @schemathesis.hook
 def map_case(context, case):
     meta = case.meta
     if meta is None or not meta.generation.mode.is_positive:
+        return case
+    if case.operation.path == SHARE and os.environ.get("LINEUPS_FUZZ_SHARE_TOKEN"):
+        case.path_parameters = {**(case.path_parameters or {}), "token": os.environ["LINEUPS_FUZZ_SHARE_TOKEN"]}
         return case
     if case.operation.path != LINEUPS or not case.query:
         return case

@@ -2,8 +2,8 @@
 (issue 9).
 
 A live server over the demo data set (800 records, seed 7) with a rate limit high
-enough for fuzzing; `schemathesis run` (every default check, every phase: coverage,
-fuzzing, stateful) with a fixed seed and 200 examples per operation, once with the
+enough for fuzzing; `schemathesis run --checks all` (every phase: examples, coverage,
+fuzzing, stateful, with links declared and inferred) with a fixed seed and 200 examples per operation, once with the
 demo buyer's key, once with a well-formed key that does not exist, and once with no
 key (schemathesis then sends none, or keys it makes up from the security scheme).
 The run must report no failure and no error. The hooks and the configuration beside
@@ -25,8 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from store import demo as demo_data
-from store.db import transaction
+from store.intake import demo as demo_data
+from store.access import links
+from store.database.schema import Buyer
+from store.database.db import transaction
 from tests.api.conftest import Servers, open_store
 from tests.conftest import IN_CI, need_service
 
@@ -42,7 +44,10 @@ PG_EXAMPLES = 50
 AUTH_EXAMPLES = 50
 #: A key of the right form (C5) that no buyer holds.
 UNKNOWN_KEY = "lk_" + "0" * 32
-OPERATIONS = {"GET /v1/lineups", "GET /v1/lineups/{id}/provenance", "GET /v1/sources", "GET /v1/schema/{sourceId}", "GET /healthz"}
+OPERATIONS = {"GET /v1/lineups", "GET /v1/lineups/{id}/provenance", "GET /v1/sources", "GET /v1/schema/{sourceId}",
+              "GET /healthz", "GET /v1/share/{token}"}
+#: Operations that need no key.
+OPEN = {"GET /healthz", "GET /v1/share/{token}"}
 
 pytestmark = pytest.mark.slow
 
@@ -64,9 +69,13 @@ def demo_server(request, tmp_path_factory):
     with open_store(request.param, tmp_path_factory.mktemp("conformance")) as store:
         with transaction(store.sessions) as session:
             payload = demo_data.load_demo(session, 800, 7, dt.date(2024, 3, 1))
+            buyer = session.get(Buyer, payload["buyer_id"])
+            _, token = links.create_link(session, buyer, {"port": ["BRSSZ"]}, store.settings.signing_secrets())
         servers = Servers(store.sessions, store.settings)
         try:
-            yield request.param, servers(payload["api_key"])
+            api = servers(payload["api_key"])
+            api.share_token = token
+            yield request.param, api
         finally:
             servers.stop()
 
@@ -78,6 +87,8 @@ def run_schemathesis(api, key: str | None, report: Path, examples: int) -> tuple
         sys.executable, "-m", "schemathesis.cli", "--no-color",
         "--config-file", str(HERE / "schemathesis.toml"),
         "run", f"{api.base_url}/v1/openapi.json",
+        "--checks", "all",
+        "--phases", "examples,coverage,fuzzing,stateful",
         "--seed", str(SEED),
         "--max-examples", str(examples),
         "--generation-database", "none",
@@ -89,6 +100,7 @@ def run_schemathesis(api, key: str | None, report: Path, examples: int) -> tuple
         **os.environ,
         "SCHEMATHESIS_HOOKS": str(HERE / "schemathesis_hooks.py"),
         "LINEUPS_SECRET": ",".join(api.settings.secrets),
+        "LINEUPS_FUZZ_SHARE_TOKEN": api.share_token,
     }
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert report.exists(), done.stdout[-3000:] + done.stderr[-3000:]
@@ -124,4 +136,4 @@ def test_schemathesis_finds_nothing(demo_server, mode, tmp_path):
         # The key worked: every keyed operation answered something other than 401/403.
         assert refused == set(), refused
     else:
-        assert refused == OPERATIONS - {"GET /healthz"}, refused
+        assert refused == OPERATIONS - OPEN, refused

@@ -1,10 +1,13 @@
-"""A PostgreSQL primary with a real streaming replica, both owned by the test run.
+"""PostgreSQL servers owned by the test run: a primary with a real streaming replica
+(`PostgresPair`), and one server to stop and start at will (`OwnPostgres`).
 
 The shared test server (127.0.0.1:5432) does not accept replication connections, and
 its configuration is not the tests' to change. So the replica tests make their own
 pair: `initdb` a primary into a temporary folder owned by the `postgres` OS user,
 start it on a free port, `pg_basebackup -R` it into a standby, and start that on
-another port (about two seconds in all). `LINEUPS_TEST_PG_BIN` names the folder of
+another port (about two seconds in all). A test that stops its database (the restart
+test) makes its own server the same way, never touching the shared one (issue 16
+item 17). `LINEUPS_TEST_PG_BIN` names the folder of
 the PostgreSQL programs (default: Debian's for PostgreSQL 15, else `pg_config`'s).
 """
 
@@ -50,17 +53,74 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-class PostgresPair:
-    """A primary and its streaming replica (hot standby) on free local ports."""
+class _Programs:
+    """initdb and pg_ctl on clusters in a temporary folder of their own."""
 
-    def __init__(self):
+    def __init__(self, prefix: str):
         self.bin = pg_bin()
         # PostgreSQL refuses to run as root: as root, run its programs as `postgres`.
         self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        self.folder = Path(tempfile.mkdtemp(prefix="lineups-replica-"))
+        self.folder = Path(tempfile.mkdtemp(prefix=prefix))
         if self._as:
             user = pwd.getpwnam("postgres")
             os.chown(self.folder, user.pw_uid, user.pw_gid)
+
+    def _run(self, program: str, *args: str) -> None:
+        subprocess.run([*self._as, str(self.bin / program), *args], check=True, capture_output=True, timeout=60)
+
+    def _initdb(self, name: str) -> None:
+        self._run("initdb", "-D", str(self.folder / name), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
+
+    def _pg_ctl(self, name: str, action: str, port: int | None = None, mode: str = "fast") -> None:
+        args = ["-D", str(self.folder / name), "-w", "-t", "30"]
+        if action == "start":
+            args += ["-l", str(self.folder / f"{name}.log"), "-o", f"-p {port} -k {self.folder} {SERVER_OPTIONS}"]
+        else:
+            args += ["-m", mode]
+        self._run("pg_ctl", *args, action)
+
+
+class OwnPostgres(_Programs):
+    """One PostgreSQL server on a free local port, made by `start` and stopped and
+    started again at will; `remove` stops it and deletes its files."""
+
+    def __init__(self):
+        super().__init__("lineups-pg-")
+        self.port = free_port()
+        self.running = False
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+
+    @property
+    def dsn(self) -> str:
+        return f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
+
+    def start(self) -> None:
+        if not (self.folder / "data").exists():
+            self._initdb("data")
+        self._pg_ctl("data", "start", self.port)
+        self.running = True
+
+    def stop(self) -> None:
+        self._pg_ctl("data", "stop")
+        self.running = False
+
+    def remove(self) -> None:
+        if self.running:
+            try:
+                self.stop()
+            except subprocess.SubprocessError:  # pragma: no cover - reported by the test
+                pass
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class PostgresPair(_Programs):
+    """A primary and its streaming replica (hot standby) on free local ports."""
+
+    def __init__(self):
+        super().__init__("lineups-replica-")
         self.primary_port, self.replica_port = free_port(), free_port()
         self._running: list[str] = []
 
@@ -72,20 +132,9 @@ class PostgresPair:
     def replica_url(self) -> str:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.replica_port}/postgres"
 
-    def _run(self, program: str, *args: str) -> None:
-        subprocess.run([*self._as, str(self.bin / program), *args], check=True, capture_output=True, timeout=60)
-
-    def _pg_ctl(self, name: str, action: str, port: int | None = None) -> None:
-        args = ["-D", str(self.folder / name), "-w", "-t", "30"]
-        if action == "start":
-            args += ["-l", str(self.folder / f"{name}.log"), "-o", f"-p {port} -k {self.folder} {SERVER_OPTIONS}"]
-        else:
-            args += ["-m", "immediate" if name == "replica" else "fast"]
-        self._run("pg_ctl", *args, action)
-
     def start(self) -> None:
         """Make and start both; raises when any step fails (then call `stop`)."""
-        self._run("initdb", "-D", str(self.folder / "primary"), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
+        self._initdb("primary")
         self._pg_ctl("primary", "start", self.primary_port)
         self._running.append("primary")
         self._run(
@@ -102,12 +151,12 @@ class PostgresPair:
     def stop_replica(self) -> None:
         """Stop the standby at once (as a crash would)."""
         self._running.remove("replica")
-        self._pg_ctl("replica", "stop")
+        self._pg_ctl("replica", "stop", mode="immediate")
 
     def stop(self) -> None:
         for name in reversed(self._running):
             try:
-                self._pg_ctl(name, "stop")
+                self._pg_ctl(name, "stop", mode="immediate" if name == "replica" else "fast")
             except subprocess.SubprocessError:  # pragma: no cover - reported by the test
                 pass
         self._running.clear()
@@ -130,8 +179,10 @@ class PostgresPair:
         self.wait_for_replay()
 
     def wait_for_replay(self, timeout: float = 20) -> None:
-        """Until the replica has replayed everything the primary has written so far."""
-        target = self._scalar(self.primary_url, "SELECT pg_current_wal_lsn()::text")
+        """Until the replica has replayed everything the primary has written so far. With
+        `synchronous_commit=off` a commit's record may still wait in the primary's WAL
+        buffers, behind `pg_current_wal_lsn()`: the insert position counts it."""
+        target = self._scalar(self.primary_url, "SELECT pg_current_wal_insert_lsn()::text")
         deadline = time.monotonic() + timeout
         while True:
             try:

@@ -54,7 +54,7 @@ def wait_for(condition, timeout: float, message: str) -> None:
 
 @pytest.mark.parametrize("backend", ["postgresql"])
 def test_sigterm_finishes_requests_in_flight_and_refuses_new_connections(tiny_store, served, engine, store_settings):
-    server = served(tiny_store["env"], processes=2)
+    server = served(tiny_store["env"], "--per-process-limits", processes=2)
     key = tiny_store["key"]
     url = f"{server.base_url}/v1/sources"
     expected = requests.get(url, headers={"X-API-Key": key}, timeout=10).json()

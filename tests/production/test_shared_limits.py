@@ -16,9 +16,9 @@ import pytest
 import redis
 import requests
 
-from store import accounts
-from store.db import transaction
-from store.schema import Buyer
+from store.access import accounts
+from store.database.db import transaction
+from store.database.schema import Buyer
 from tests.conftest import need_service
 from tests.production.conftest import free_port
 

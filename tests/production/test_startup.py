@@ -10,8 +10,8 @@ import requests
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 
-from store.db import engine_for
-from store.migrate import current_revision, head_revision, upgrade
+from store.database.db import engine_for
+from store.database.migrate import current_revision, head_revision, upgrade
 from tests.production.conftest import lineups, store_env
 
 
@@ -31,7 +31,7 @@ def test_postgresql_without_a_secret_is_a_start_up_error():
 
 def test_a_store_whose_schema_is_behind_is_refused_until_upgraded(store_settings, served):
     config = Config()
-    config.set_main_option("script_location", "store:migrations")
+    config.set_main_option("script_location", "store.database:migrations")
     oldest = list(ScriptDirectory.from_config(config).walk_revisions())[-1].revision
     assert oldest != head_revision(), "needs a second migration to be behind"
     engine = engine_for(store_settings)
@@ -61,3 +61,20 @@ def test_a_port_in_use_is_a_start_up_error(tmp_path):
     assert refused.returncode == 1
     assert "Cannot listen on 127.0.0.1" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_several_processes_without_redis_are_refused_unless_meant(tmp_path, served):
+    """Issue 16 item 6 (C5: the count is shared): each process would count alone."""
+    env = store_env(f"sqlite:///{tmp_path / 'l.db'}", LINEUPS_RATE_LIMIT="100")
+    refused = lineups(env, "serve", "--port", "0", "--processes", "3", "--json")
+    assert refused.returncode == 1
+    error = json.loads(refused.stdout)["error"]
+    assert error["code"] == "VALIDATION_ERROR" and error["details"]["parameter"] == "processes"
+    assert "--redis" in error["message"] and "300 requests a minute" in error["message"]
+    assert "--per-process-limits" in error["message"]
+    assert "Traceback" not in refused.stderr
+
+    server = served(env, "--per-process-limits", processes=2)
+    assert requests.get(f"{server.base_url}/healthz", timeout=5).status_code == 200
+    warning = [line for line in server.log().splitlines() if "--per-process-limits" in line]
+    assert warning and " WARNING " in warning[0] and "200 requests a minute" in warning[0]

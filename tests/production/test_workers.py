@@ -41,7 +41,7 @@ def until_every_worker_answered(server, key: str, expected: dict, tries: int = 4
 
 @pytest.mark.parametrize("backend", ["sqlite"])
 def test_a_killed_worker_is_replaced_while_the_others_serve(tiny_store, served):
-    server = served(tiny_store["env"], processes=2)
+    server = served(tiny_store["env"], "--per-process-limits", processes=2)
     key = tiny_store["key"]
     expected = get(server, key).json()
     first = server.workers()
@@ -80,7 +80,7 @@ def _ingest_file(path) -> None:
 def test_an_ingest_by_the_command_line_is_seen_by_every_workers_next_query(
     tiny_store, served, sessions, store_settings, tmp_path
 ):
-    server = served(tiny_store["env"], processes=2)
+    server = served(tiny_store["env"], "--per-process-limits", processes=2)
     key = tiny_store["key"]
     before = get(server, key).json()
     # Every worker has the old data in its caches...
@@ -104,7 +104,7 @@ def test_an_ingest_by_the_command_line_is_seen_by_every_workers_next_query(
 
 @pytest.mark.parametrize("backend", ["sqlite"])
 def test_workers_stop_when_their_parent_is_killed_outright(tiny_store, served):
-    server = served(tiny_store["env"], processes=2)
+    server = served(tiny_store["env"], "--per-process-limits", processes=2)
     workers = server.workers()
     os.kill(server.pid, signal.SIGKILL)
     server.process.wait(5)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from store.db import transaction
+from store.database.db import transaction
 from tests.production.conftest import served, store_env  # noqa: F401 - fixtures
 from tests.production.test_shared_limits import own_redis  # noqa: F401 - fixture
 
@@ -25,7 +25,9 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
-ANCHOR = dt.date(2026, 11, 23)
+#: The demo's calls are placed around today, as `lineups serve --demo` places them: the
+#: explorer opens on calls from today on, so a fixed day would empty it as time passes.
+ANCHOR = dt.datetime.now(dt.timezone.utc).date()
 #: The secret `store_env` gives the servers (the links must be signed with it).
 SECRET = "test-secret"
 
@@ -47,7 +49,7 @@ def demo_store(sessions, store_settings):
     limit (100 a minute per key)."""
 
     def load(records: int) -> dict:
-        from store.demo import load_demo
+        from store.intake.demo import load_demo
 
         with transaction(sessions) as session:
             payload = load_demo(session, records, seed=7, anchor=ANCHOR)

@@ -30,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from store import accounts
-from store.db import transaction
+from store.access import accounts
+from store.database.db import transaction
 from tests.reliability.conftest import SECRET
 
 CLIENTS = 20
@@ -110,7 +110,7 @@ def test_redis_killed_under_load(demo_store, served, own_redis, sessions, soak):
 def test_a_worker_killed_under_load(demo_store, served, sessions, soak):
     demo = demo_store(RECORDS)
     plan = soak.prepare(sessions, (SECRET,), keys=soak.keys_for(CLIENTS))
-    server = served(demo["env"], processes=2)
+    server = served(demo["env"], "--per-process-limits", processes=2)
     victim = min(server.workers())
 
     load = Load(soak, server.base_url, plan, seconds=12)

@@ -11,7 +11,7 @@ import sqlite3
 
 from sqlalchemy import text
 
-from store.db import engine_for
+from store.database.db import engine_for
 from store.settings import sqlite_path
 
 

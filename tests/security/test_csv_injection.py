@@ -25,11 +25,12 @@ import pandas as pd
 import pytest
 
 from api import render
-from store import feeds, ingest, links
-from store.db import transaction
+from store.access import links
+from store.intake import feeds, ingest
+from store.database.db import transaction
 from store.errors import ValidationError
 from store.fields import INTEGER_FIELDS, NUMBER_FIELDS, RECORD_FIELDS, TIME_FIELDS
-from store.schema import Buyer, Record
+from store.database.schema import Buyer, Record
 from tests.api.tiny_data import new_buyer
 
 DANGEROUS = ("=", "+", "-", "@", "\t", "\r", "\0")

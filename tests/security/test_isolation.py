@@ -16,10 +16,10 @@ import uuid
 import pytest
 from itsdangerous import URLSafeSerializer
 
-from store import links
-from store.db import transaction
+from store.access import links
+from store.database.db import transaction
 from store.errors import NotFound
-from store.schema import Buyer, Feed
+from store.database.schema import Buyer, Feed
 from tests.api.conftest import assert_error
 from tests.api.tiny_data import add_feed, add_records, new_buyer
 

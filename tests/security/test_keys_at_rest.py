@@ -7,9 +7,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from store import accounts, links
-from store.db import transaction
-from store.schema import Buyer
+from store.access import accounts, links
+from store.database.db import transaction
+from store.database.schema import Buyer
 from store.settings import sqlite_path
 from tests.security.store_dump import dump_store
 
@@ -33,6 +33,7 @@ def test_a_dump_of_the_store_holds_no_key_and_no_token(fresh_tiny_api, fresh_tin
         api.get("/v1/sources", key=key)
     for token in tokens:
         assert api.get(f"/v1/share/{token}", key=None).status_code == 200
+    assert api.deps.usage.flush()  # uses are written off the request path (issue 16 item 1)
 
     dump = dump_store(api.settings)
     for key in keys:

@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -23,9 +24,9 @@ import pytest
 import requests
 from tornado.netutil import bind_sockets
 
-from store import accounts, links
-from store.db import engine_for, make_sessionmaker, transaction
-from store.schema import Buyer
+from store.access import accounts, links
+from store.database.db import engine_for, make_sessionmaker, transaction
+from store.database.schema import Buyer
 from tests.api.conftest import assert_error
 
 LOGGERS = ("lineups", "tornado")
@@ -93,7 +94,8 @@ def test_no_key_or_token_in_any_log_record(fresh_tiny_api, fresh_tiny, caplog, m
         def fail(*args, **kwargs):
             raise RuntimeError("the store failed (forced by the test)")
 
-        monkeypatch.setattr(api.deps.service, "select", fail)
+        monkeypatch.setattr(api.deps.lineups, "page", fail)
+        monkeypatch.setattr(api.deps.lineups, "count", fail)
         failed = api.get("/v1/lineups", params={"commodity": "coal", "port_name": fresh_tiny["key"]})
         error = assert_error(failed, 500, "INTERNAL_ERROR")
         assert_error(api.get(f"/v1/share/{token}", key=None), 500, "INTERNAL_ERROR")
@@ -110,20 +112,20 @@ def test_no_key_or_token_in_any_log_record(fresh_tiny_api, fresh_tiny, caplog, m
 @pytest.fixture
 def serve_process(cli_env, tmp_path):
     """`lineups serve --demo` on a free port as a subprocess, with
-    `LineupService.select` made to fail when a request names the commodity "Urea"
+    `Lineups.page` made to fail when a request names the commodity "Urea"
     (a forced 500). Yields (base URL, the process, its output file)."""
     sockets = bind_sockets(0, "127.0.0.1")
     port = sockets[0].getsockname()[1]
     for s in sockets:
         s.close()
     boot = (
-        "import store.lineups as lineups\n"
-        "select = lineups.LineupService.select\n"
-        "def forced(self, session, buyer_id, query, *args, **kwargs):\n"
+        "import store.views.lineups as lineups\n"
+        "page = lineups.Lineups.page\n"
+        "def forced(self, buyer_id, query, *args, **kwargs):\n"
         "    if 'Urea' in query.commodity:\n"
         "        raise RuntimeError('the store failed (forced by the test)')\n"
-        "    return select(self, session, buyer_id, query, *args, **kwargs)\n"
-        "lineups.LineupService.select = forced\n"
+        "    return page(self, buyer_id, query, *args, **kwargs)\n"
+        "lineups.Lineups.page = forced\n"
         "from cli.main import main\n"
         "main()\n"
     )
@@ -191,3 +193,79 @@ def test_lineups_serve_writes_no_key_or_token(serve_process, cli_env):
     end = first + next(i for i, line in enumerate(lines[first:]) if LOG_LINE.match(line))
     demo_key = lines[first].split()[4]
     assert [i for i, line in enumerate(lines) if demo_key in line and not first <= i < end] == []
+
+
+def raw_request(base_url: str, data: bytes) -> bytes:
+    """Send `data` as it is on a new connection; what comes back within 5 s."""
+    host, port = base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(data)
+        answer = b""
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+                if b"\r\n\r\n" in answer and not answer.startswith(b"HTTP/1.1 200"):
+                    break
+        except socket.timeout:
+            pass
+        return answer
+
+
+def issue_16_attacks(base_url: str, key: str, token: str) -> None:
+    """Each way issue 16 found a key or token reaching a log, and its other attacks."""
+    host = base_url.removeprefix("http://").encode()
+    for tail in (b"\x00", b"\x7f", b"\r", b"\x01"):  # control characters, a lone CR of a CRLF file
+        raw_request(base_url, b"GET /v1/sources HTTP/1.1\r\nHost: " + host + b"\r\nX-API-Key: " + key.encode() + tail + b"\r\n\r\n")
+    raw_request(base_url, b"GET /v1/sources HTTP/1.1\r\nHost: " + key.encode() + b"\r\n\r\n")
+    raw_request(base_url, f"GET /v1/sources {key}\r\n\r\n".encode())  # the key as the HTTP version
+    raw_request(base_url, f"GET /v1/sources?api_key={key} HTTP/1.1\r\nHost: x\r\nX-Token: {token}\x00\r\n\r\n".encode())
+    raw_request(base_url, f"POST /v1/lineups?api_key={key} HTTP/1.1\r\nHost: x\r\nContent-Length: 95000000\r\n\r\n".encode())
+    http = requests.Session()
+    for path in (  # the explorer's routes, keys and tokens in their query strings
+        f"/explorer/login?api_key={key}&next=/explorer/%3Fkey%3D{key}",
+        f"/explorer?api_key={key}", f"/explorer/?token={token}", f"/explorer/nope?key={key}",
+        f"/explorer/logout?key={key}",
+    ):
+        http.get(base_url + path, timeout=10, allow_redirects=False)
+    http.post(f"{base_url}/explorer/login?key={key}", data={"api_key": key}, timeout=10)  # no XSRF: 403
+    http.get(f"{base_url}/v1/share/%ff{token}", timeout=10)
+    http.get(f"{base_url}/v1/share/{token}%ff", timeout=10)
+    http.get(f"{base_url}/v1/lineups", params={"limit": "\u0665", "api_key": key}, headers={"X-API-Key": key}, timeout=10)
+
+
+def test_lineups_serve_logs_no_key_or_token_under_issue_16s_attacks(serve_process, cli_env):
+    base_url, process, output = serve_process
+    engine = engine_for(cli_env)
+    try:
+        with transaction(make_sessionmaker(engine)) as session:
+            buyer = accounts.find_buyer(session, "Demo Buyer")
+            key, _ = accounts.create_key(session, buyer)
+            _, token = links.create_link(session, buyer, {}, cli_env.signing_secrets())
+    finally:
+        engine.dispose()
+    issue_16_attacks(base_url, key, token)
+    process.send_signal(signal.SIGTERM)
+    process.wait(15)
+
+    text = output.read_text(errors="replace")
+    assert "Malformed HTTP message" in text and "/explorer/login" in text  # the attacks were logged
+    assert secrets_in(text, [key, token]) == [], [line for line in text.splitlines() if key[3:19] in line][:3]
+
+
+def test_every_log_line_and_traceback_goes_through_the_redaction():
+    from api.redaction import RedactingFilter
+
+    key, token = "lk_" + "ab" * 16, "sl_eyJsIjoiMSJ9.AbCdEfGhIjKlMnOpQrStUvWxYz0"
+    record = logging.LogRecord("tornado.general", logging.INFO, __file__, 1, "Invalid header value %r", (key + "\x00",), None)
+    assert RedactingFilter().filter(record) and key not in logging.Formatter().format(record)
+    cut_short = logging.LogRecord("tornado.general", logging.INFO, __file__, 1, "GET %s", (token[:20],), None)
+    assert RedactingFilter().filter(cut_short) and token[3:19] not in logging.Formatter().format(cut_short)
+    try:
+        raise ValueError(f"bad {token} in /v1/share/{token}")
+    except ValueError:
+        import sys as _sys
+
+        failed = logging.LogRecord("lineups.api", logging.ERROR, __file__, 1, "failed", (), _sys.exc_info())
+    RedactingFilter().filter(failed)
+    formatted = logging.Formatter().format(failed)
+    assert "ValueError: bad <token>" in formatted and token not in formatted

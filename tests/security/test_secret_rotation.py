@@ -13,9 +13,9 @@ import dataclasses
 
 import pytest
 
-from store import links
-from store.db import transaction
-from store.schema import Buyer
+from store.access import links
+from store.database.db import transaction
+from store.database.schema import Buyer
 from store.settings import Settings
 from tests.api.conftest import Servers, assert_error
 

@@ -1,6 +1,6 @@
 """Share-link tokens cannot be forged without the secret (C8; issue 9).
 
-A token is `payload.signature`, both base64url without padding (itsdangerous; a
+A token is `sl_payload.signature`, both base64url without padding (itsdangerous; a
 compressed payload starts with a dot). Every single-bit change of the bytes it
 carries, every character changed to one that changes those bytes, cuts, additions,
 a token signed under another salt (a cursor's, or made up) or with another secret:
@@ -18,9 +18,9 @@ from itsdangerous import URLSafeSerializer
 from itsdangerous.encoding import base64_decode, base64_encode
 
 from api.cursors import SALT as CURSOR_SALT
-from store import links
-from store.db import transaction
-from store.schema import Buyer
+from store.access import links
+from store.database.db import transaction
+from store.database.schema import Buyer
 from tests.api.conftest import assert_error
 
 ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -35,10 +35,10 @@ def make_token(api, buyer_id: str, **params) -> tuple[str, str]:
 
 
 def split(token: str) -> tuple[str, bytes, bytes]:
-    """(compression flag "." or "", payload bytes, signature bytes)."""
-    payload, signature = token.rsplit(".", 1)
-    flag = "." if payload.startswith(".") else ""
-    return flag, base64_decode(payload[len(flag):]), base64_decode(signature)
+    """(prefix `sl_` and compression flag ".", payload bytes, signature bytes)."""
+    payload, signature = token.removeprefix(links.TOKEN_PREFIX).rsplit(".", 1)
+    flag = links.TOKEN_PREFIX + ("." if payload.startswith(".") else "")
+    return flag, base64_decode(payload[len(flag) - len(links.TOKEN_PREFIX):]), base64_decode(signature)
 
 
 def join(flag: str, payload: bytes, signature: bytes) -> str:

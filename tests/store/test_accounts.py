@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import re
 
 import pytest
 from sqlalchemy import select, text
 
-from store import accounts, feeds
+from store.access import accounts
+
+from store.intake import feeds
 from store.errors import Forbidden, NotFound, Unauthorized, ValidationError
-from store.schema import ApiKey
+from store.database.schema import ApiKey
 
 
 @pytest.fixture
@@ -168,26 +169,3 @@ def test_keys_survive_a_commit(sessions):
         assert session.scalar(select(ApiKey.prefix)) == key[:7]
 
 
-def test_recently_active_buyers_are_the_entitled_active_ones_last_used_first(session, three_feeds):
-    """What a starting server warms (`store.lineups.warm_up`)."""
-    zulu, alpha, _ = three_feeds
-    when = {}
-    for name, minutes_ago in (("Old", 60), ("Recent", 1), ("Never", None), ("Revoked only", 0),
-                              ("Suspended", 0), ("Cancelled", 0)):
-        buyer = accounts.add_buyer(session, name)
-        accounts.set_subscription(session, buyer, zulu if name != "Cancelled" else alpha,
-                                  "active" if name != "Cancelled" else "cancelled")
-        _, key = accounts.create_key(session, buyer)
-        if minutes_ago is not None:
-            key.last_used_at = dt.datetime(2026, 11, 24, 12, 0) - dt.timedelta(minutes=minutes_ago)
-        if name == "Revoked only":
-            accounts.revoke_key(session, key)
-        if name == "Suspended":
-            accounts.set_buyer_status(session, buyer, "suspended")
-        when[buyer.id] = name
-    accounts.add_buyer(session, "No subscription")
-    session.flush()
-    names = [when[b] for b in accounts.recently_active_buyers(session, 10)]
-    # A revoked key's use does not count; never-used keys come after used ones.
-    assert names == ["Recent", "Old", "Never", "Revoked only"]
-    assert [when[b] for b in accounts.recently_active_buyers(session, 2)] == ["Recent", "Old"]

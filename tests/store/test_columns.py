@@ -1,4 +1,4 @@
-"""Text held as categoricals (`store.columns`): joining frames of several feeds, or a
+"""Text held as categoricals (`store.merging.columns`): joining frames of several feeds, or a
 cached result with re-merged rows, keeps every value and sorted categories."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store import columns
+from store.merging import columns
 
 _text = st.one_of(st.none(), st.sampled_from(["a", "b", "Z", "é", "zz", "Cargill, Inc."]), st.text(max_size=3))
 _part = st.tuples(st.lists(_text, max_size=30), st.integers(0, 30))

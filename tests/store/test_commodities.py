@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from store import commodities, feeds, ingest
+from store.intake import feeds, ingest
+
+from store.reference import commodities
 from store.errors import ValidationError
-from store.schema import CommodityMapping, Feed, Record
+from store.database.schema import CommodityMapping, Feed, Record
 
 
 def write_feed(path: Path, commodities_by_ref: dict[str, str]) -> Path:

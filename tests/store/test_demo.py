@@ -9,11 +9,13 @@ from collections import defaultdict
 import pytest
 from sqlalchemy import func, select
 
-from store import accounts, demo
+from store.access import accounts
+
+from store.intake import demo
 from store.fields import CONTENT_FIELDS
-from store.normalize import imo_is_valid, vessel_name_key
-from store.ports import default_directory
-from store.schema import Feed, FeedPort, Record, Subscription
+from store.intake.normalize import imo_is_valid, vessel_name_key
+from store.reference.ports import default_directory
+from store.database.schema import Feed, FeedPort, Record, Subscription
 
 ANCHOR = dt.date(2024, 3, 1)
 
@@ -131,3 +133,51 @@ def test_demo_refuses_a_store_that_has_it_already(session):
     with pytest.raises(Exception) as caught:
         demo.load_demo(session, records=20, seed=7, anchor=ANCHOR)
     assert getattr(caught.value, "code", None) == "VALIDATION_ERROR"
+
+
+def test_demo_looks_like_a_real_market(session):
+    """Issue 18.11: berths named, each feed reports its own trade, each vessel keeps one
+    type and deadweight and carries no more than that."""
+    demo.load_demo(session, records=3000, anchor=ANCHOR)
+    rows = session.execute(
+        select(Feed.name, Record.berth_terminal, Record.vessel_type, Record.commodity_leaf, Record.vessel_imo,
+               Record.dwt, Record.quantity, Record.quantity_unit).join(Feed, Feed.id == Record.feed_id)
+    ).all()
+    by_feed = defaultdict(list)
+    for r in rows:
+        by_feed[r.name].append(r)
+    for name, records in by_feed.items():
+        assert sum(r.berth_terminal is not None for r in records) > 0.7 * len(records), name
+    tanker = by_feed["Global Tanker Tracker"]
+    assert {r.vessel_type for r in tanker} <= {"Tanker", "LNG Carrier", "LPG Carrier"}
+    assert all(r.commodity_leaf.startswith(("liquid-bulk/", "gas/", "bunkers-ship-supplies/")) for r in tanker)
+    assert {r.vessel_type for r in by_feed["Brazil Grains Lineup"]} == {"Bulk Carrier"}
+    assert {r.commodity_leaf.split("/")[1] for r in by_feed["Iron Ore Watch"]} == {"iron-ore"}
+    types, dwts = defaultdict(set), defaultdict(set)
+    for r in rows:
+        if r.vessel_imo:
+            types[r.vessel_imo].add(r.vessel_type)
+            if r.dwt is not None:
+                dwts[r.vessel_imo].add(r.dwt)
+        if r.dwt and r.quantity and r.quantity_unit == "MT":
+            assert r.quantity <= r.dwt
+    assert all(len(t) == 1 for t in types.values()) and all(len(d) == 1 for d in dwts.values())
+
+
+def test_demo_keeps_its_two_kinds_of_near_duplicates(session):
+    """The rows issue 19 will resolve: the same call once with an IMO number and once by
+    name only, and once as "Iron Ore (Unspecified)" and once as a specific leaf."""
+    demo.load_demo(session, records=3000, anchor=ANCHOR)
+    calls = defaultdict(list)  # (name key, port, eta day) -> records
+    for r in session.execute(select(Record)).scalars():
+        if r.eta is not None:
+            calls[(vessel_name_key(r.vessel_name), r.port_unlocode, r.eta.date())].append(r)
+    with_and_without_imo = [c for c in calls.values() if {r.vessel_imo is None for r in c} == {True, False}]
+    assert with_and_without_imo
+    unspecified = "dry-bulk/iron-ore/iron-ore-unspecified"
+    iron_ore_twice = [
+        c for c in calls.values()
+        if unspecified in {r.commodity_leaf for r in c}
+        and any(r.commodity_leaf.startswith("dry-bulk/iron-ore/") and r.commodity_leaf != unspecified for r in c)
+    ]
+    assert iron_ore_twice

@@ -1,4 +1,4 @@
-"""Provenance of merged rows (store.explain): members, per-field sources, disagreements."""
+"""Provenance of merged rows (store.merging.explain): members, per-field sources, disagreements."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import pytest
 from merge_records import FEED_A, FEED_B, FEED_C, day, frame, record
 
-from store.explain import explain
+from store.merging.explain import RULES, explain
 from store.fields import RECORD_FIELDS
-from store.merge import merge
+from store.merging.merge import merge
 
 
 @pytest.fixture
@@ -57,11 +57,11 @@ def test_explain_says_which_record_gave_each_field(records):
     assert set(fields) == set(RECORD_FIELDS)
     assert fields["quantity"] == {
         "value": 52000.0,
-        "rule": "latest non-blank value (C2.5)",
+        "rule": RULES["picked"],
         "supplied_by": [{"ref": "b1", "source_id": FEED_B}],
     }
     assert fields["berth_terminal"]["supplied_by"] == [{"ref": "c1", "source_id": FEED_C}]
-    assert fields["charterer"] == {"value": None, "rule": "latest non-blank value (C2.5)", "supplied_by": []}
+    assert fields["charterer"] == {"value": None, "rule": RULES["picked"], "supplied_by": []}
     assert [s["ref"] for s in fields["source_id"]["supplied_by"]] == ["b1", "c1", "a1"]
     assert fields["combined_date"]["value"] == day(2)  # the merged eta is b1's
     assert fields["combined_date"]["supplied_by"] == [{"ref": "b1", "source_id": FEED_B}]
@@ -116,3 +116,10 @@ def test_explain_over_only_the_rows_key_gives_the_same_answer(records):
         & (records["commodity_key"] == row["commodity_key"])
     ]
     assert explain(row["id"], same_key) == explain(row["id"], records)
+
+
+def test_rules_say_what_they_do_without_clause_numbers():
+    """Issue 18.2: buyers read these in the explorer and the provenance endpoint."""
+    import re
+
+    assert all(rule and not re.search(r"\bC\d", rule) for rule in RULES.values())

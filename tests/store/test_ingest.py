@@ -15,12 +15,14 @@ import pandas as pd
 import pytest
 from sqlalchemy import func, select, update
 
-from store import commodities, feeds, ingest
+from store.intake import feeds, ingest
+
+from store.reference import commodities
 from store.errors import NotFound, ValidationError
-from store.history import eta_slips, record_history
-from store.mapping import Mapping
-from store.schema import Feed, Record, RecordRevision
-from store.validate import content_json
+from store.intake.history import eta_slips, record_history
+from store.intake.mapping import Mapping
+from store.database.schema import Feed, Record, RecordRevision
+from store.intake.validate import content_json
 
 SANTOS_FILE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "santos-lineup-2023-12.csv"
 SANTOS_MAPPING = Path(__file__).resolve().parents[2] / "docs" / "examples" / "santos-mapping.toml"
@@ -531,3 +533,130 @@ def test_santos_reingest_is_unchanged(session, santos):
     again = ingest.ingest_file(session, target, SANTOS_FILE, Mapping.load(SANTOS_MAPPING))
     assert (again.inserted, again.updated, again.unchanged) == (0, 0, 311)
     assert data_version(session, target) == 1
+
+
+# ---------------------------------------------------------------- bad input (issue 16, items 11-15)
+
+
+@pytest.mark.parametrize("text", ["0001-01-01", "9999-12-31", "1899-12-31T23:00:00Z", "2101-01-01", "unknown", "00/00/0000"])
+def test_dates_outside_the_range_of_a_lineup_are_row_errors(session, feed, tmp_path, text):
+    """Issue 16.11: dates pandas cannot hold and "unknown" placeholders are bad rows,
+    reported with the file's other bad rows (C10), never an OutOfBoundsDatetime."""
+    path = write_csv(tmp_path / "f.csv", [row(ref="A", eta=text), row(ref="B", quantity="lots"), row(ref="C")])
+    details = refused(session, feed, path)
+    assert [(d["line"], d["field"]) for d in details] == [(2, "eta"), (3, "quantity")]
+    assert text in details[0]["reason"]
+
+
+def test_a_date_outside_the_range_with_a_mapping_timezone_is_a_row_error(session, feed, tmp_path):
+    dates = {"etb": "", "etd": ""}
+    path = write_csv(tmp_path / "f.csv", [row(ref="A", eta="31/12/9999", **dates), row(ref="B", eta="05/01/2024", **dates)])
+    mapping = Mapping(date_format="%d/%m/%Y", timezone="America/Sao_Paulo", columns={k: k for k in GOOD})
+    with pytest.raises(ValidationError) as caught:
+        ingest.ingest_file(session, feed, path, mapping)
+    assert [(d["line"], d["field"]) for d in caught.value.details] == [(2, "eta")]
+
+
+def test_a_binary_file_named_csv_is_refused_in_one_line(session, feed, tmp_path):
+    """Issue 16.12: the start of an ELF binary is no feed file: a VALIDATION_ERROR."""
+    path = tmp_path / "feed.csv"
+    path.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 80 + b"\n\r\x00\x00")
+    with pytest.raises(ValidationError, match="not a text file") as caught:
+        ingest.ingest_file(session, feed, path)
+    assert caught.value.code == "VALIDATION_ERROR" and "\n" not in caught.value.message
+    assert counts(session) == (0, 0)
+
+
+@pytest.mark.parametrize("text", ["1e308", "12345678901234567890123456", "100000001"])
+def test_a_quantity_no_cargo_has_is_refused(session, feed, tmp_path, text):
+    """Issue 16.13: above 10^8 in any unit is no cargo."""
+    details = refused(session, feed, write_csv(tmp_path / "f.csv", [row(quantity=text)]))
+    assert details == [{"line": 2, "field": "quantity", "reason": f"{text!r} is more than 100,000,000"}]
+
+
+def test_whole_quantities_are_kept_exact(session, feed, tmp_path):
+    ingest_rows(session, feed, tmp_path, [row(ref="A", quantity="99999999"), row(ref="B", quantity="65000.25")])
+    assert stored(session, feed, "A")["quantity"] == 99_999_999
+    assert stored(session, feed, "B")["quantity"] == 65_000.25
+
+
+def test_a_row_with_more_cells_than_the_header_is_named(session, feed, tmp_path):
+    """Issue 16.14: a ragged row is not shifted onto the wrong fields."""
+    path = tmp_path / "f.csv"
+    path.write_text(
+        "ref,port_unlocode,vessel_name,eta,etb,quantity,dwt,operation,commodity\n"
+        "A1,BRSSZ,X,2024-01-01,,5,1,load,coal,extra1,extra2\n"
+        "A2,BRSSZ,Y,2024-01-01,,5,1,load,coal\n"
+        "A3,BRSSZ,Z,2024-01-01,,5,1,load,coal,extra\n",
+        encoding="utf-8",
+    )
+    details = refused(session, feed, path)
+    assert details == [
+        {"line": 2, "field": None, "reason": "has 11 cells, the header has 9"},
+        {"line": 4, "field": None, "reason": "has 10 cells, the header has 9"},
+    ]
+
+
+def test_jsonl_reports_every_bad_row_with_its_field(session, feed, tmp_path):
+    """Issue 16.15: lines that are not JSON objects and rows with bad values are all
+    reported, each with its field where it has one, in the words of CSV reports."""
+    path = tmp_path / "feed.jsonl"
+    path.write_text(
+        "\n".join([
+            json.dumps({**GOOD, "ref": "R1", "eta": "bad"}),
+            "not json",
+            "[1]",
+            json.dumps({**GOOD, "ref": "R4", "remarks": "late"}),
+            json.dumps({**GOOD, "ref": "R5", "shipper": {"name": "Cargill"}}),
+            json.dumps({**GOOD, "ref": "R6", "dwt": -3}),
+        ]),
+        encoding="utf-8",
+    )
+    details = refused(session, feed, path)
+    assert details == [
+        {"line": 1, "field": "eta", "reason": "'bad' is not a date (ISO 8601 or YYYY-MM-DD)"},
+        {"line": 2, "field": None, "reason": "is not JSON (Expecting value at column 1)"},
+        {"line": 3, "field": None, "reason": "is not a JSON object"},
+        {"line": 4, "field": "remarks", "reason": "unknown column"},
+        {"line": 5, "field": "shipper", "reason": "is a JSON object, not a value"},
+        {"line": 6, "field": "dwt", "reason": "'-3' is negative"},
+    ]
+
+
+# ---------------------------------------------------------------- foreign files (issue 18.10)
+
+
+def test_semicolon_and_tab_separated_files_are_read(session, feed, tmp_path):
+    for name, sep in (("semi.csv", ";"), ("tab.csv", "\t")):
+        path = tmp_path / name
+        path.write_text(f"ref{sep}port_unlocode{sep}vessel_name{sep}shipper\nA{sep}BRSSZ{sep}X{sep}Cargill, Inc.\n", encoding="utf-8")
+        frame = ingest.read_feed_file(path)
+        assert list(frame.columns) == ["ref", "port_unlocode", "vessel_name", "shipper", "_line"]
+        assert frame.attrs["read_as"]["delimiter"] == sep
+    assert ingest.ingest_file(session, feed, tmp_path / "tab.csv").inserted == 1
+
+
+def test_a_windows_1252_file_is_read(session, feed, tmp_path):
+    path = tmp_path / "latin.csv"
+    path.write_bytes("ref,port_unlocode,vessel_name,shipper\nA,BRSSZ,São Luís,Raízen – Açúcar\n".encode("cp1252"))
+    assert ingest.ingest_file(session, feed, path).inserted == 1
+    assert stored(session, feed, "A")["shipper"] == "Raízen – Açúcar"
+    assert ingest.read_feed_file(path).attrs["read_as"]["encoding"] == "cp1252"
+
+
+def test_an_encoding_named_by_a_mapping_that_does_not_fit_says_which_line(session, feed, tmp_path):
+    path = tmp_path / "latin.csv"
+    path.write_bytes("ref,port_unlocode,vessel_name\nA,BRSSZ,X\nB,BRSSZ,São\n".encode("cp1252"))
+    mapping = Mapping(encoding="utf-8", columns={"ref": "ref", "port_unlocode": "port_unlocode", "vessel_name": "vessel_name"})
+    with pytest.raises(ValidationError, match=r"line 3 is not utf-8 text.*encoding") as caught:
+        ingest.ingest_file(session, feed, path, mapping)
+    assert "\n" not in caught.value.message
+
+
+def test_a_foreign_file_without_a_mapping_says_which_option_fixes_it(session, feed):
+    if not SANTOS_FILE.exists():
+        pytest.skip(f"{SANTOS_FILE} is not on this machine")
+    with pytest.raises(ValidationError) as caught:
+        ingest.ingest_file(session, feed, SANTOS_FILE)
+    assert "--mapping" in caught.value.message and "\n" not in caught.value.message
+    assert {"line": 1, "field": "ship", "reason": "unknown column"} in caught.value.details

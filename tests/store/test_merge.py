@@ -10,8 +10,8 @@ import pytest
 from merge_records import FEED_A, FEED_B, FEED_C, day, frame, record
 
 from store.fields import RECORD_FIELDS
-from store.merge import EXTRA_COLUMNS, merge, merge_groups, normalize_blanks
-from store.normalize import vessel_key
+from store.merging.merge import EXTRA_COLUMNS, merge, merge_groups, normalize_blanks
+from store.intake.normalize import vessel_key
 
 
 def one(rows: pd.DataFrame) -> pd.Series:
@@ -47,11 +47,14 @@ def test_c2_2_vessel_names_that_normalize_alike_merge():
     assert one(rows)["_members"] == 2
 
 
-def test_c2_2_imo_in_one_feed_and_only_a_name_in_another_do_not_merge():
-    assert grouping(
-        record("a1", vessel_key="IMO9074729"),
-        record("b1", source_id=FEED_B, vessel_key="NAME:OCEAN GRACE", vessel_imo=None),
-    ) == [{"a1"}, {"b1"}]
+def test_c2_2_imo_in_one_feed_and_only_a_name_in_another_merge_only_when_the_name_is_that_imos():
+    # Issue 19 rule 1: b1's name is a1's, so b1 is IMO 9074729; under another name it
+    # is another vessel, and under by_source (rule 3) feeds never meet.
+    named = record("b1", source_id=FEED_B, vessel_key="NAME:OCEAN GRACE", vessel_imo=None)
+    assert grouping(record("a1", vessel_key="IMO9074729"), named) == [{"a1", "b1"}]
+    other = dict(named, vessel_key="NAME:OCEAN GRACIOUS", vessel_name="OCEAN GRACIOUS")
+    assert grouping(record("a1", vessel_key="IMO9074729"), other) == [{"a1"}, {"b1"}]
+    assert grouping(record("a1", vessel_key="IMO9074729"), named, mode="by_source") == [{"a1"}, {"b1"}]
 
 
 def test_c2_2_another_port_or_commodity_key_is_another_call():

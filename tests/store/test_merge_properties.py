@@ -2,7 +2,7 @@
 
 The alphabets are small so that keys, dates 7 days apart, counterparty clashes and
 updated_at ties happen often. `reference_groups` is C2.4 written out literally, record
-by record; the engine (vectorized, see store.merge_plan) must agree with it.
+by record; the engine (vectorized, see store.merging.merge_plan) must agree with it.
 """
 
 from __future__ import annotations
@@ -22,10 +22,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from merge_records import FEED_A, FEED_B, FEED_C, FEED_NAMES, frame
 
-from store import columns, merge_plan
+from store.merging import columns, merge_plan
 from store.fields import COUNTERPARTY_FIELDS, DATE_FIELDS
-from store.merge import PICKED_FIELDS, merge, merge_groups
-from store.query import apply_latest
+from store.intake.normalize import vessel_name_key
+from store.merging.merge import PICKED_FIELDS, merge, merge_groups, merge_resolved
+from store.merging.resolve import Identities
+from pipeline_reference import apply_latest, resolve_records
 
 WEEK = dt.timedelta(days=7)
 BASE = dt.datetime(2024, 3, 1, tzinfo=dt.timezone.utc)
@@ -38,13 +40,29 @@ _times = st.builds(
 )
 _maybe_time = st.one_of(st.none(), _times)
 _party = st.sampled_from([None, None, "Acme", "ACME ", " acme", "Beta  Trading", "beta trading", "Gamma"])
+#: (vessel_key, vessel_name): IMO 9074729 named OCEAN GRACE, a name-only OCEAN GRACE
+#: (issue 19 rule 1), and now and then IMO 9348247 also named Ocean Grace (the name
+#: then has two IMO numbers and resolves to none) or under another name.
+_vessel = st.sampled_from([
+    ("IMO9074729", "OCEAN GRACE"), ("IMO9074729", "MV Ocean Grace"), ("IMO9074729", None),
+    ("NAME:OCEAN GRACE", "Ocean Grace"), ("NAME:OCEAN GRACE", "M/V OCEAN GRACE"),
+    ("IMO9348247", "DAWN CAPE"), ("IMO9348247", "Ocean Grace"), ("NAME:DAWN CAPE", "Dawn Cape"),
+])
+#: (commodity_key, commodity, commodity_normalized): iron ore leaves for rule 2.
+_commodity = st.sampled_from([
+    ("dry-bulk/coal/thermal-coal", "steam coal", "Thermal Coal"),
+    ("raw:soya beans", "Soya Beans", None),
+    ("dry-bulk/iron-ore/iron-ore-unspecified", "iron ore", "Iron Ore (Unspecified)"),
+    ("dry-bulk/iron-ore/iron-ore-unspecified", "iron ore", "Iron Ore (Unspecified)"),
+    ("dry-bulk/iron-ore/iron-ore-fines", "IOF", "Iron Ore Fines"),
+    ("dry-bulk/iron-ore/iron-ore-pellets", "pellets", "Iron Ore Pellets"),
+])
 _record = st.fixed_dictionaries(
     {
         "source_id": st.sampled_from([FEED_A, FEED_B, FEED_C]),
-        "vessel_key": st.sampled_from(["IMO9074729", "IMO9074729", "NAME:OCEAN GRACE"]),
+        "vessel": _vessel,
         "port_unlocode": st.sampled_from(["NLRTM", "NLRTM", "BEANR"]),
-        "commodity_key": st.sampled_from(["dry-bulk/coal/thermal-coal", "raw:soya beans"]),
-        "commodity": st.sampled_from(["steam coal", "Soya Beans"]),
+        "goods": _commodity,
         "eta": _maybe_time,
         "etb": _maybe_time,
         "etd": _maybe_time,
@@ -68,6 +86,10 @@ def _finish(raw: list[dict]) -> list[dict]:
         r["updated_at"] = BASE - dt.timedelta(days=30 + r.pop("updated_days"))
         r["created_at"] = r["updated_at"] - dt.timedelta(days=r.pop("created_days"))
         r["source_name"] = FEED_NAMES[r["source_id"]]
+        r["vessel_key"], r["vessel_name"] = r.pop("vessel")
+        r["commodity_key"], r["commodity"], r["commodity_normalized"] = r.pop("goods")
+        if r["commodity_normalized"] is not None:
+            r["commodity_normalized_subgroup"] = r["commodity_key"].split("/")[1]
         r["ref"] = f"r{i:02d}"
         out.append(r)
     return out
@@ -96,7 +118,11 @@ def _conflicts(group: list[dict], r: dict) -> bool:
 def reference_groups(records: list[dict], mode: str) -> list[list[dict]]:
     """C2.3/C2.4 word for word: per key, records in (anchor, updated_at, source_id, ref)
     order each join the qualifying group with the latest anchor (the older group on a
-    tie), or start one; a record without a date is alone."""
+    tie), or start one; a record without a date is alone. Under `all`, keys are those
+    of issue 19's rules 1 and 2 (`pipeline_reference.resolve_records`); the groups
+    hold the records as resolved."""
+    if mode == "all":
+        records = resolve_records(records, WEEK)
     by_key: dict[tuple, list[dict]] = defaultdict(list)
     groups: list[list[dict]] = []
     for r in records:
@@ -159,11 +185,16 @@ def _engine_groups(records: list[dict], mode: str):
 def test_groups_and_values_match_the_literal_reading_of_c2(records, mode):
     rows, membership, members = _engine_groups(records, mode)
     assert membership.notna().all()  # every record is in exactly one group
-    expected = {frozenset(r["ref"] for r in g) for g in reference_groups(records, mode)}
+    groups = reference_groups(records, mode)
+    expected = {frozenset(r["ref"] for r in g) for g in groups}
     assert {frozenset(r["ref"] for r in g) for g in members.values()} == expected
     assert len(rows) == len(expected) and rows["id"].is_unique
+    resolved = {frozenset(r["ref"] for r in g): g for g in groups}
     for _, row in rows.iterrows():
-        want = reference_values(members[row["id"]])
+        group = resolved[frozenset(r["ref"] for r in members[row["id"]])]
+        want = reference_values(group)
+        want["vessel_key"] = group[0]["vessel_key"]
+        want["commodity_key"] = group[0]["commodity_key"]
         got = {f: _plain(row[f]) for f in want}
         assert got == want
 
@@ -201,7 +232,7 @@ def test_output_does_not_depend_on_input_order(records, random, mode):
 @given(records_lists, st.sampled_from(["all", "by_source"]))
 def test_records_held_as_categoricals_merge_to_the_same_rows(records, mode):
     """The store holds text as categoricals, one frame a feed, joined with the union
-    of their categories (`store.columns`); the engine picks on codes and must give the
+    of their categories (`store.merging.columns`); the engine picks on codes and must give the
     rows it gives for plain object columns, value for value."""
     plain = frame(*records)
     parts = [
@@ -257,7 +288,7 @@ def test_ids_are_the_same_in_every_run_and_every_process(tmp_path_factory, datas
     assert here == again
     script = (
         "import json, pickle, sys\n"
-        "from store.merge import merge\n"
+        "from store.merging.merge import merge\n"
         "frames = pickle.load(open(sys.argv[1], 'rb'))\n"
         "print(json.dumps([sorted(merge(f, m)['id']) for f in frames for m in ('all', 'by_source')]))\n"
     )
@@ -266,3 +297,26 @@ def test_ids_are_the_same_in_every_run_and_every_process(tmp_path_factory, datas
         [sys.executable, "-c", script, str(path)], capture_output=True, text=True, env=env, check=True
     )
     assert json.loads(done.stdout) == here
+
+
+@fast
+@given(records_lists, st.sets(st.sampled_from([FEED_A, FEED_B, FEED_C]), min_size=1))
+def test_a_feed_the_buyer_cannot_see_resolves_none_of_their_records(records, visible):
+    """Issue 19 rule 1: a buyer's rows come from their feeds' records only. The view's
+    upkeep resolves with the identities the store gives for the visible feeds
+    (`load_identities`); they must give the rows of the visible records alone, and
+    every IMO a name-only record is merged as is carried by a visible record of that
+    name, whatever the invisible feeds say."""
+    mine = [r for r in records if r["source_id"] in visible]
+    rows, membership, resolution = merge_resolved(frame(*mine), "all")
+    stored = Identities.of_triples(
+        (r["vessel_name"], r["vessel_key"], r["source_name"]) for r in mine if r["vessel_key"].startswith("IMO")
+    )
+    again = merge(frame(*mine), "all", stored)
+    pd.testing.assert_frame_equal(rows.sort_values("id").reset_index(drop=True), again.sort_values("id").reset_index(drop=True))
+    for r, name, key in zip(mine, resolution.vessel_from, resolution.frame["vessel_key"]):
+        if isinstance(name, str):
+            assert any(
+                o["vessel_key"] == key and o["vessel_name"] and "NAME:" + vessel_name_key(o["vessel_name"]) == name
+                for o in mine
+            )

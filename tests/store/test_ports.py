@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from store.ports import Port, PortDirectory, default_directory, looks_like_unlocode
+from store.reference.ports import Port, PortDirectory, default_directory, looks_like_unlocode
 
 # Where the timezone region says a port must be: (lat_min, lat_max, lon_min, lon_max).
 # Pacific straddles the antimeridian, so it is tested apart.
@@ -154,7 +154,7 @@ def test_looks_like_unlocode_rejects(text):
 
 
 def test_nothing_is_read_at_import_time():
-    probe = "import store.ports as p; print(p.default_directory.cache_info().currsize)"
+    probe = "import store.reference.ports as p; print(p.default_directory.cache_info().currsize)"
     result = subprocess.run(
         [sys.executable, "-c", probe],
         cwd=Path(__file__).resolve().parents[2],

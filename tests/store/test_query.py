@@ -10,18 +10,9 @@ import pytest
 from merge_records import FEED_A, FEED_B, day, frame, record
 
 from store.errors import ValidationError
-from store.merge import merge
-from store.query import (
-    LineupQuery,
-    apply_filters,
-    apply_latest,
-    page,
-    parse_query,
-    position_of,
-    run,
-    select,
-    sort_rows,
-)
+from store.merging.merge import merge
+from pipeline_reference import apply_filters, apply_latest, page, position_of, run, select, sort_rows
+from store.views.query import LineupQuery, parse_query
 
 TAXONOMY = {"thermal coal": "Thermal Coal", "coal": "Coal", "dry bulk": "Dry Bulk", "soybeans": "Soybeans"}
 
@@ -275,7 +266,6 @@ def test_every_parameter_is_read():
     [
         ({"sort": "eta"}, "sort"),
         ({"source": "feed-a"}, "source"),
-        ({"source": "ALL"}, "source"),
         ({"port": "NLRT"}, "port"),
         ({"port": "NL-RTM"}, "port"),
         ({"port": "1LRTM"}, "port"),
@@ -303,6 +293,18 @@ def test_bad_parameters_are_refused_naming_the_parameter(params, parameter):
     assert error.value.status == 400
     assert error.value.details["parameter"] == parameter
     assert error.value.details["reason"]
+
+
+@pytest.mark.parametrize("params", [
+    {"merge": "ALL"}, {"merge": "By_Source"}, {"format": "CSV"}, {"format": "Json"}, {"source": "ALL"},
+    {"latest": "TRUE"}, {"source": "All", "merge": "BY_SOURCE", "format": "CSV", "latest": "False"},
+])
+def test_enumerations_are_read_in_any_case_as_one_query(params):
+    """Issue 18.9: every enumeration (latest, format, merge, source=all) in any case is
+    the same query, with the same canonical form, so that cursors bind equally."""
+    lowered = {name: value.lower() for name, value in params.items()}
+    assert parse(**params) == parse(**lowered)
+    assert parse(**params)[0].key() == parse(**lowered)[0].key()
 
 
 def test_a_repeated_parameter_is_refused():

@@ -1,0 +1,525 @@
+"""The mixed workload of real use (issue 15): many buyers, each with their own
+subscriptions, each asking distinct filtered questions, beside Datasette over the same
+records and filters.
+
+On a bench store (`bench/dataset.py`: 20 feeds) with `BUYERS` buyers subscribed to
+different subsets of the feeds (one to all), one `lineups serve` process, freshly
+started:
+
+1. start-up: seconds until /healthz answers, then each buyer's first page (no warming);
+2. `queries` distinct first pages of /v1/lineups (random port / country / commodity,
+   leaf or group / date windows / `latest` / `merge=by_source`, each buyer's own key),
+   from `CLIENTS` concurrent keep-alive connections (wrk, each URL asked once);
+3. the same questions of Datasette over the raw records (the filters it can express:
+   a buyer's feeds, port, country, commodity leaves, dates; no merge, no `latest`);
+4. during load: a subscription change that makes a new feed set (the changed buyer's
+   next page, and how much other buyers' pages were delayed meanwhile), and a
+   100,000-record ingest (its rows/s and its view upkeep, and the delay of others);
+5. a 1,000-record daily update: seconds until every view reflects it (its commit);
+6. the server's memory after the pass.
+
+Load only ever targets 127.0.0.1; every process started is stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+import requests
+from sqlalchemy import func, select, text
+
+from dataset import ANCHOR, Dataset, ingest_changes
+from figures import Figure, Target
+from load import WRK
+from processes import Process, free_port, rss_mib
+from server_figures import RATE_LIMIT, lineups_command
+
+from store.access import accounts
+
+from store.intake import demo
+from store.database.db import make_engine, make_sessionmaker, transaction
+from store.database.schema import Feed, MergedRow, MergedView
+from store.reference.taxonomy import default_taxonomy
+from store.views import upkeep
+
+BUYERS = 7
+CLIENTS = 4
+SEED = 15
+
+
+@dataclasses.dataclass(frozen=True)
+class Buyers:
+    """The bench's buyers: name → (id, API key, subscribed feed ids)."""
+
+    keys: dict[str, tuple[str, str, tuple[str, ...]]]
+
+
+def add_buyers(dataset: Dataset, count: int = BUYERS, seed: int = SEED) -> tuple[Buyers, float, dict]:
+    """`count` buyers on different subsets of the feeds (the dataset's buyer sees all),
+    their views built as a subscription change builds them; returns them, the seconds
+    the views took, and what the views hold (rows, bytes of the database file)."""
+    rng = random.Random(seed)
+    engine = make_engine(dataset.db_url)
+    sessions = make_sessionmaker(engine)
+    keys = {dataset.buyer_name: (dataset.buyer_id, dataset.api_key, dataset.feed_ids)}
+    with transaction(sessions) as session:
+        for i in range(count - 1):
+            feeds = tuple(sorted(rng.sample(dataset.feed_ids, rng.randint(3, len(dataset.feed_ids) - 2))))
+            buyer = accounts.add_buyer(session, f"Mixed Buyer {i + 1}")
+            key, _ = accounts.create_key(session, buyer)
+            for feed_id in feeds:
+                accounts.set_subscription(session, buyer, session.get(Feed, feed_id), "active")
+            keys[buyer.name] = (buyer.id, key, feeds)
+    db = Path(dataset.db_url.removeprefix("sqlite:///"))
+    before = _file_bytes(db)
+    start = time.perf_counter()
+    for buyer_id, _, _ in keys.values():
+        upkeep.ensure_buyer(sessions, buyer_id)
+    seconds = time.perf_counter() - start
+    with transaction(sessions) as session:
+        session.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
+        rows = session.scalar(select(func.count()).select_from(MergedRow))
+        views = session.scalar(select(func.count()).select_from(MergedView))
+    engine.dispose()
+    return Buyers(keys), seconds, {"views": views, "rows": rows, "bytes": _file_bytes(db) - before}
+
+
+def _file_bytes(db: Path) -> int:
+    return sum(p.stat().st_size for p in (db, db.with_name(db.name + "-wal")) if p.exists())
+
+
+def questions(buyers: Buyers, count: int, seed: int = SEED) -> list[tuple[str, str, dict]]:
+    """`count` distinct (buyer name, API key, query parameters) first-page questions."""
+    rng = random.Random(seed)
+    taxonomy = default_taxonomy()
+    ports = sorted({p for f in demo.DEMO_FEEDS for p in f.ports})
+    directory = {p: demo_country(p) for p in ports}
+    commodities = [*taxonomy.groups(), *taxonomy.subgroups(), *sorted({leaf.name for leaf in taxonomy.leaves})]
+    seen, out = set(), []
+    names = sorted(buyers.keys)
+    while len(out) < count:
+        params: dict[str, str] = {}
+        pick = rng.random
+        if pick() < 0.45:
+            params["port"] = rng.choice(ports)
+        elif pick() < 0.3:
+            params["country"] = directory[rng.choice(ports)]
+        if pick() < 0.5:
+            params["commodity"] = rng.choice(commodities)
+        if pick() < 0.5:
+            start = ANCHOR.toordinal() + rng.randint(-20, 40)
+            params["from"] = _day(start)
+            if pick() < 0.7:
+                params["to"] = _day(start + rng.randint(0, 30))
+        if pick() < 0.3:
+            params["latest"] = "true"
+        if pick() < 0.3:
+            params["merge"] = "by_source"
+        params["limit"] = str(rng.choice((50, 100)))
+        name = rng.choice(names)
+        marker = (name, tuple(sorted(params.items())))
+        if marker not in seen:
+            seen.add(marker)
+            out.append((name, buyers.keys[name][1], params))
+    return out
+
+
+def _day(ordinal: int) -> str:
+    import datetime as dt
+
+    return dt.date.fromordinal(ordinal).isoformat()
+
+
+def demo_country(unlocode: str) -> str:
+    from store.reference.ports import default_directory
+
+    return default_directory().get(unlocode).country_name
+
+
+# ---------------------------------------------------------------- load
+_LUA = """
+local requests = {%(requests)s}
+local i, answered = 0, 0
+request = function()
+  i = i + 1
+  local r = requests[(i - 1) %% #requests + 1]
+  return wrk.format("GET", r[1], {["X-API-Key"] = r[2]})
+end
+response = function(status, headers, body)
+  answered = answered + 1
+  if answered == #requests then
+    local marker = io.open(%(marker)s, "w")
+    marker:write("done")
+    marker:close()
+    wrk.thread:stop()
+  end
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    '{"requests": %%d, "duration_us": %%d, "p50_us": %%d, "p99_us": %%d, "errors": %%d, "status_errors": %%d}\\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    e.connect + e.read + e.write + e.status + e.timeout, e.status))
+end
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class Pass:
+    requests: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds
+
+
+def load_pass(base_url: str, asks: list[tuple[str, str]], connections: int = CLIENTS, seconds: float = 120.0) -> Pass:
+    """Each (path, key) of `asks` once (a distinct question each), over `connections`
+    keep-alive connections (wrk, one thread); stops once all are answered, or after
+    `seconds`, whichever comes first."""
+    if not WRK:
+        raise RuntimeError("wrk is needed (Debian's package wrk)")
+    marker = Path(tempfile.mkdtemp()) / "done"
+    script = _LUA % {
+        "requests": ", ".join(f"{{{json.dumps(p)}, {json.dumps(k)}}}" for p, k in asks),
+        "marker": json.dumps(str(marker)),
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
+        handle.write(script)
+    try:
+        # wrk's own summary counts its whole -d; interrupted (SIGINT) once every
+        # question is answered, it reports the time it really ran.
+        command = [WRK, "-t1", f"-c{connections}", f"-d{int(seconds)}s", "--timeout", "30s", "-s", handle.name, base_url]
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + seconds + 5
+        while proc.poll() is None and not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        out = proc.communicate(timeout=60)[0]
+    finally:
+        Path(handle.name).unlink()
+        marker.unlink(missing_ok=True)
+    figures = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
+    return Pass(figures["requests"], figures["duration_us"] / 1e6, figures["p50_us"] / 1000,
+                figures["p99_us"] / 1000, figures["errors"])
+
+
+def timed_get(url: str, key: str | None, timeout: float = 60) -> tuple[float, int]:
+    start = time.perf_counter()
+    response = requests.get(url, headers={"X-API-Key": key} if key else {}, timeout=timeout)
+    return time.perf_counter() - start, response.status_code
+
+
+class Probe:
+    """Asks other buyers' pages every `interval` s in a thread while the block runs;
+    `worst` is the slowest answer, `median` the typical one."""
+
+    def __init__(self, base_url: str, asks: list[tuple[str, str]], interval: float = 0.05):
+        self.base_url, self.asks, self.interval = base_url, asks, interval
+        self.times: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        i = 0
+        with requests.Session() as session:
+            while not self._stop.is_set():
+                path, key = self.asks[i % len(self.asks)]
+                start = time.perf_counter()
+                session.get(self.base_url + path, headers={"X-API-Key": key}, timeout=60)
+                self.times.append(time.perf_counter() - start)
+                i += 1
+                self._stop.wait(self.interval)
+
+    def __enter__(self) -> "Probe":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def worst(self) -> float:
+        return max(self.times) if self.times else 0.0
+
+
+def path_of(params: dict) -> str:
+    return "/v1/lineups?" + urlencode(params)
+
+
+def start_server(dataset: Dataset, folder: Path, name: str = "serve") -> tuple[Process, float]:
+    """A fresh `lineups serve` and the seconds until it answered /healthz."""
+    port = free_port()
+    env = {"LINEUPS_RATE_LIMIT": str(RATE_LIMIT), "LINEUPS_BASE_URL": f"http://127.0.0.1:{port}"}
+    command = [*lineups_command(), "serve", "--db", dataset.db_url, "--host", "127.0.0.1", "--port", str(port)]
+    start = time.perf_counter()
+    server = Process(command, port, folder / f"{name}.log", env).start("/healthz")
+    return server, time.perf_counter() - start
+
+
+# ---------------------------------------------------------------- Datasette
+def datasette_command(folder: Path) -> list[str]:
+    """Datasette 0.65 in a virtual environment of its own (made once, from PyPI)."""
+    venv = Path(os.environ.get("LINEUPS_BENCH_DATASETTE_VENV", Path(tempfile.gettempdir()) / "lineups-bench-datasette"))
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "datasette==0.65.*"], check=True)
+    return [str(python), "-m", "datasette"]
+
+
+def datasette_path(params: dict, feeds: tuple[str, ...]) -> str | None:
+    """The Datasette URL of the same question over the raw records: the buyer's feeds,
+    port, country, commodity leaves, dates overlapping by eta; no merge and no
+    `latest` (Datasette has neither)."""
+    taxonomy = default_taxonomy()
+    args = [("feed_id__in", ",".join(feeds)), ("commodity__notblank", "1"), ("_size", params.get("limit", "100")),
+            ("_sort", "eta"), ("_shape", "objects")]
+    if "port" in params:
+        args.append(("port_unlocode__exact", params["port"]))
+    if "country" in params:
+        args.append(("country_name__exact", params["country"]))
+    if "commodity" in params:
+        wanted = params["commodity"].casefold()
+        leaves = [l.id for l in taxonomy.leaves if wanted in (l.name.casefold(), l.subgroup.casefold(), l.group.casefold())]
+        args.append(("commodity_leaf__in", ",".join(leaves)))
+    if "from" in params:
+        args.append(("eta__gte", params["from"]))
+    if "to" in params:
+        args.append(("eta__lte", params["to"] + " 23:59:59"))
+    return "/bench/records.json?" + urlencode(args)
+
+
+def datasette_pass(dataset: Dataset, buyers: Buyers, asks: list[tuple[str, str, dict]], folder: Path) -> tuple[Pass, float]:
+    """The questions of `asks` against Datasette over the same SQLite file (read-only,
+    immutable), and its memory after the pass."""
+    db = dataset.db_url.removeprefix("sqlite:///")
+    port = free_port()
+    command = [*datasette_command(folder), "serve", "-i", db, "-h", "127.0.0.1", "-p", str(port),
+               "--setting", "sql_time_limit_ms", "30000", "--setting", "num_sql_threads", "3"]
+    with Process(command, port, folder / "datasette.log").start("/-/versions.json") as server:
+        paths = [(datasette_path(params, buyers.keys[name][2]), key) for name, key, params in asks]
+        result = load_pass(server.base_url, paths)
+        return result, rss_mib(server.pid)
+
+
+# ---------------------------------------------------------------- the run
+def mixed_figures(dataset: Dataset, folder: Path, count: int, with_datasette: bool = True,
+                  ingest_rows: int = 100_000) -> tuple[list[Figure], dict]:
+    """Every figure of the mixed workload on `dataset`, and the raw results (for the
+    chart of latency and memory against store size)."""
+    size = f"{dataset.records:,} records"
+    buyers, views_s, kept = add_buyers(dataset)
+    asks = questions(buyers, count)
+    figures = [
+        Figure("mixed.views", "Mixed workload", f"building every buyer's views ({len(buyers.keys)} buyers, {size})",
+               "s", [views_s], note=f"{kept['views']} views, {kept['rows']:,} rows"),
+        Figure("mixed.view_bytes", "Mixed workload", "storage of the views: bytes per kept row (SQLite, with indexes)",
+               "B", [kept["bytes"] / max(kept["rows"], 1)]),
+    ]
+    raw: dict = {"records": dataset.records, "views_s": views_s, **{f"kept_{k}": v for k, v in kept.items()}}
+    server, startup = start_server(dataset, folder)
+    with server:
+        firsts = [timed_get(server.base_url + path_of({"limit": "100"}), key)[0] for _, key, _ in buyers.keys.values()]
+        figures += [
+            Figure("mixed.startup", "Mixed workload", "fresh `lineups serve`: seconds until /healthz answers", "s",
+                   [startup], Target("<=", 2.0)),
+            Figure("mixed.first_page", "Mixed workload", f"then each buyer's first page, no warming (slowest of {len(firsts)})",
+                   "s", [max(firsts)], Target("<=", 2.0)),
+        ]
+        ours = load_pass(server.base_url, [(path_of(p), k) for _, k, p in asks])
+        rss = rss_mib(server.pid)
+        raw.update(ours=dataclasses.asdict(ours), ours_rate=ours.rate, rss_mib=rss)
+        figures += [
+            Figure("mixed.rate", "Mixed workload", f"distinct first pages/s, {CLIENTS} clients, {len(buyers.keys)} buyers ({size})",
+                   "req/s", [ours.rate], Target(">=", 150)),
+            Figure("mixed.p50", "Mixed workload", "p50 latency", "ms", [ours.p50_ms]),
+            Figure("mixed.p99", "Mixed workload", "p99 latency", "ms", [ours.p99_ms], Target("<=", 250)),
+            Figure("mixed.errors", "Mixed workload", "responses other than 200, errors", "", [ours.errors], Target("<=", 0)),
+            Figure("mixed.rss", "Mixed workload", "server RSS after the pass", "MiB", [rss], Target("<=", 600)),
+        ]
+        others = [(path_of(p), k) for n, k, p in asks[:50] if n != "Mixed Buyer 1"]
+        figures += subscription_change(dataset, buyers, server, others, folder)
+        figures += big_ingest(dataset, server, others, folder, ingest_rows)
+    figures += daily_update(dataset)
+    if with_datasette:
+        theirs, their_rss = datasette_pass(dataset, buyers, asks, folder)
+        raw.update(datasette=dataclasses.asdict(theirs), datasette_rate=theirs.rate, datasette_rss_mib=their_rss)
+        figures += [
+            Figure("datasette.rate", "Mixed workload", "Datasette 0.65 over the raw records, same questions: pages/s",
+                   "req/s", [theirs.rate]),
+            Figure("datasette.p50", "Mixed workload", "Datasette: p50 latency", "ms", [theirs.p50_ms]),
+            Figure("datasette.p99", "Mixed workload", "Datasette: p99 latency", "ms", [theirs.p99_ms]),
+            Figure("datasette.rss", "Mixed workload", "Datasette: RSS after the pass", "MiB", [their_rss]),
+        ]
+    return figures, raw
+
+
+def subscription_change(dataset: Dataset, buyers: Buyers, server: Process, others: list, folder: Path) -> list[Figure]:
+    """A buyer gains a feed (a feed set no view holds yet), with other buyers' pages
+    asked meanwhile: the CLI command (which builds the views), then that buyer's
+    next page; the slowest of the others' pages during it."""
+    name = "Mixed Buyer 1"
+    buyer_id, key, feeds = buyers.keys[name]
+    extra = next(f for f in dataset.feed_ids if f not in feeds)
+    env = {**os.environ, "LINEUPS_DB": dataset.db_url}
+    with Probe(server.base_url, others) as probe:
+        start = time.perf_counter()
+        subprocess.run([*lineups_command(), "subscription", "set", buyer_id, extra, "active"], env=env,
+                       check=True, capture_output=True)
+        command_s = time.perf_counter() - start
+        page_s, status = timed_get(server.base_url + path_of({"limit": "100"}), key)
+        total = time.perf_counter() - start
+    return [
+        Figure("mixed.subscription", "Mixed workload", "subscription change (new feed set): command + that buyer's next page",
+               "s", [total], Target("<=", 3.0), note=f"command {command_s:.2f} s (builds the views), page {page_s * 1000:.0f} ms, status {status}"),
+        Figure("mixed.subscription.others", "Mixed workload", "meanwhile, the slowest page of other buyers", "ms",
+               [probe.worst * 1000], Target("<=", 200), note=f"{len(probe.times)} pages asked"),
+    ]
+
+
+def big_ingest(dataset: Dataset, server: Process, others: list, folder: Path, rows: int) -> list[Figure]:
+    """`lineups ingest` of `rows` records into one feed under load: rows/s of the
+    whole command (records and view upkeep), and the slowest page of others."""
+    from ingest_bench import write_feed_file
+
+    path = folder / "big-ingest.csv"
+    count = write_feed_file(path, rows, seed=99)
+    env = {**os.environ, "LINEUPS_DB": dataset.db_url}
+    with Probe(server.base_url, others) as probe:
+        start = time.perf_counter()
+        done = subprocess.run([*lineups_command(), "ingest", dataset.feed_ids[-1], str(path), "--json"], env=env,
+                              check=True, capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+    report = json.loads(done.stdout)
+    return [
+        Figure("mixed.ingest", "Mixed workload", f"`lineups ingest` of {count:,} records under load (records and view upkeep)",
+               "rows/s", [count / seconds], note=f"{report['inserted']:,} inserted in {seconds:.1f} s"),
+        Figure("mixed.ingest.others", "Mixed workload", "meanwhile, the slowest page of other buyers", "ms",
+               [probe.worst * 1000], Target("<=", 200), note=f"{len(probe.times)} pages asked"),
+    ]
+
+
+def daily_update(dataset: Dataset, changes: int = 1_000) -> list[Figure]:
+    """A daily update of `changes` records into one feed (half revisions, half new):
+    its transaction brings every view of the feed up to date before it commits, so
+    the seconds to its commit are when every view reflects it."""
+    engine = make_engine(dataset.db_url)
+    sessions = make_sessionmaker(engine)
+    start = time.perf_counter()
+    with transaction(sessions) as session:
+        report = ingest_changes(session, dataset.feed_ids[0], changes, 1)
+    seconds = time.perf_counter() - start
+    engine.dispose()
+    return [Figure("mixed.daily", "Mixed workload", f"a {changes:,}-record update: every view reflects it at its commit, after",
+                   "s", [seconds], Target("<=", 2.0),
+                   note=f"view upkeep {report.views_seconds:.2f} s of it ({report.views})")]
+
+
+def write_curve(out: Path, results: list[dict], when: str, machine: str) -> None:
+    """`out` (Markdown) with a table of the mixed workload per store size, ours beside
+    Datasette's, and a chart of latency and memory against store size beside it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def value(result: dict, figure_id: str) -> float | None:
+        return next((f["values"][0] for f in result["figures"] if f["id"] == figure_id and f["values"]), None)
+
+    sizes = [r["raw"]["records"] for r in results]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for figure_id, label, style in (("mixed.p50", "lineups p50", "o-"), ("mixed.p99", "lineups p99", "o--"),
+                                    ("datasette.p50", "Datasette p50", "s-"), ("datasette.p99", "Datasette p99", "s--")):
+        points = [(n, value(r, figure_id)) for n, r in zip(sizes, results) if value(r, figure_id) is not None]
+        if points:
+            left.plot(*zip(*points), style, label=label)
+    left.set(xscale="log", yscale="log", xlabel="records in the store", ylabel="ms", title="Distinct first pages: latency")
+    left.legend(fontsize=8)
+    for figure_id, label, style in (("mixed.rss", "lineups serve", "o-"), ("datasette.rss", "Datasette", "s-")):
+        points = [(n, value(r, figure_id)) for n, r in zip(sizes, results) if value(r, figure_id) is not None]
+        if points:
+            right.plot(*zip(*points), style, label=label)
+    right.set(xscale="log", xlabel="records in the store", ylabel="MiB", title="Server memory after the pass")
+    right.set_ylim(bottom=0)
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out.with_suffix(".png"), dpi=110)
+    plt.close(fig)
+    rows = []
+    for figure_id, label in (("mixed.rate", "lineups: distinct pages/s (target ≥ 150)"), ("mixed.p50", "lineups: p50 ms"),
+                             ("mixed.p99", "lineups: p99 ms (target ≤ 250)"), ("mixed.rss", "lineups: server RSS MiB (≤ 600)"),
+                             ("datasette.rate", "Datasette: pages/s"), ("datasette.p50", "Datasette: p50 ms"),
+                             ("datasette.p99", "Datasette: p99 ms"), ("datasette.rss", "Datasette: RSS MiB"),
+                             ("mixed.views", "building 7 buyers' views, s"), ("mixed.view_bytes", "bytes per kept row"),
+                             ("mixed.startup", "fresh server: /healthz after, s (≤ 2)"),
+                             ("mixed.first_page", "then slowest first page, s (≤ 2)"),
+                             ("mixed.subscription", "subscription change + next page, s (≤ 3)"),
+                             ("mixed.subscription.others", "meanwhile others' slowest page, ms (≤ 200)"),
+                             ("mixed.ingest", "100,000-record ingest under load, rows/s"),
+                             ("mixed.ingest.others", "meanwhile others' slowest page, ms (≤ 200)"),
+                             ("mixed.daily", "1,000-record update in every view, s (≤ 2)")):
+        cells = [value(r, figure_id) for r in results]
+        rows.append(f"| {label} | " + " | ".join("—" if c is None else f"{c:,.1f}" for c in cells) + " |")
+    out.write_text("\n".join([
+        "# The mixed workload at several store sizes",
+        "",
+        "Written by `.venv/bin/python bench/mixed.py --records 250000 1000000 …` (see `bench/mixed.py` for what it",
+        f"does). **This run:** {when}. **Machine:** {machine}.",
+        "",
+        "| figure | " + " | ".join(f"{n:,} records" for n in sizes) + " |",
+        "|---|" + "--:|" * len(sizes),
+        *rows,
+        "",
+        f"![Latency and memory against store size, beside Datasette]({out.with_suffix('.png').name})",
+        "",
+    ]), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
+    import argparse
+    import datetime as dt
+
+    from dataset import build_store
+    from run import machine
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, nargs="+", default=[250_000, 1_000_000])
+    parser.add_argument("--queries", type=int, default=1_500)
+    parser.add_argument("--out", type=Path, default=Path("docs/benchmarks-mixed.md"))
+    args = parser.parse_args(argv)
+    when, where = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), machine()
+    results = []
+    for records in args.records:
+        with tempfile.TemporaryDirectory(prefix="lineups-mixed-") as tmp:
+            print(f"[mixed] building a store of {records:,} records …", file=sys.stderr, flush=True)
+            dataset = build_store(Path(tmp), records)
+            figures, raw = mixed_figures(dataset, Path(tmp), args.queries)
+            results.append({"raw": raw, "figures": [f.as_dict() for f in figures]})
+            for figure in figures:
+                print(f"[mixed] {records:>9,} {figure.id:28s} {figure.median:>12,.2f} {figure.unit}", file=sys.stderr, flush=True)
+        args.out.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+        write_curve(args.out, results, when, where)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    raise SystemExit(main())

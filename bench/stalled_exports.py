@@ -1,0 +1,103 @@
+"""Share-link clients that stop reading (issue 16 item 2): the figures.
+
+`lineups serve` over a demo store whose whole result is larger than the socket
+buffers; `--clients` connections each ask one of the demo buyer's share links
+(`--links` of them), read the first bytes, and then read nothing. Reported: how many
+were admitted and how many refused (429, the caps per link, buyer and process), the
+server's resident memory before, while they stall and after the progress timeout
+(`api.exports.ExportLimits.stall_s`), and when the last stalled one was cut off.
+The tests (tests/reliability/test_stalled_exports.py) assert only behaviour.
+
+    .venv/bin/python bench/stalled_exports.py --out stalled.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from processes import Process, free_port, rss_mib  # noqa: E402  (bench/processes.py)
+from soak import build_demo, export_links, lineups_command, requests_rows  # noqa: E402  (bench/soak.py)
+
+
+def stall(base_url: str, url: str) -> tuple[socket.socket, int]:
+    """A connection that asks `url`, reads its status line, then nothing more."""
+    port = int(base_url.rsplit(":", 1)[1])
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(f"GET {url.removeprefix(base_url)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    sock.settimeout(60)
+    return sock, int(sock.recv(1024).split(b" ", 2)[1])
+
+
+def cut_off(log: Path) -> int:
+    """Exports the server has cut off for want of progress, by its log."""
+    return log.read_text(errors="replace").count(": the client read nothing for ")
+
+
+def stall_round(server: Process, base_url: str, urls: list[str], clients: int) -> dict:
+    """`clients` connections that stall; until the server has cut off every admitted
+    one. Returns statuses, RSS while stalled and after, and when the last was cut."""
+    cut_before = cut_off(server.log_path)
+    began = time.monotonic()
+    opened = [stall(base_url, urls[n % len(urls)]) for n in range(clients)]
+    admitted = sum(1 for _, status in opened if status == 200)
+    time.sleep(3)
+    rss_stalled = rss_mib(server.pid)
+    # The clients never read again: the server's log says when it cut each off.
+    while cut_off(server.log_path) - cut_before < admitted and time.monotonic() - began < 120:
+        time.sleep(0.2)
+    all_cut_after = round(time.monotonic() - began, 1)
+    time.sleep(2)
+    for sock, _ in opened:
+        sock.close()
+    return {
+        "statuses": {str(s): sum(1 for _, status in opened if status == s) for s in sorted({s for _, s in opened})},
+        "rss_mib_stalled": round(rss_stalled, 1), "rss_mib_after_cut_off": round(rss_mib(server.pid), 1),
+        "all_stalled_cut_off_after_s": all_cut_after, "still_open": admitted - (cut_off(server.log_path) - cut_before),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=60_000)
+    parser.add_argument("--clients", type=int, default=40)
+    parser.add_argument("--links", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=2, help="stall rounds, one after the other (memory given back?)")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+
+    from store.database.db import make_engine, make_sessionmaker
+
+    folder = Path(tempfile.mkdtemp(prefix="lineups-stalled-"))
+    db_url, secret = build_demo(folder, args.records)
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    engine = make_engine(db_url)
+    urls, _ = export_links(make_sessionmaker(engine), (secret,), base_url, args.links, keys=1)
+    engine.dispose()
+    env = {"LINEUPS_DB": db_url, "LINEUPS_SECRET": secret, "LINEUPS_BASE_URL": base_url}
+    with Process([*lineups_command(), "serve", "--port", str(port)], port, folder / "serve.log", env).start("/healthz") as server:
+        rows = requests_rows(urls[0])  # merged and warm
+        rss_before = rss_mib(server.pid)
+        rounds = [stall_round(server, base_url, urls, args.clients) for _ in range(args.rounds)]
+    report = {
+        "date": time.strftime("%Y-%m-%d"), "records": args.records, "rows_per_export": rows,
+        "clients": args.clients, "links": args.links, "rss_mib_before": round(rss_before, 1), "rounds": rounds,
+    }
+    text = json.dumps(report, indent=1)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0 if all(r["still_open"] == 0 for r in rounds) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""The page's own behaviour in the browser: the banner that tells the buyer the page
+lost its server (issue 17, item 3), and keyboard use (item 10).
+
+Bokeh's page raises `connection_lost` on its document when the websocket closes;
+the banner then shows, above everything, with a Reload button, and the page is
+marked `lineups-offline` so that nothing on it looks current. The browser's Back
+and Forward buttons reload the page, so that the filters in the address (item 6)
+are the ones shown.
+
+Keyboard: the screen tabs open with Enter or Space, and each table row takes focus
+(Tab) and opens its detail with Enter or Space, as a click does. A checkbox's text
+toggles it, as a label would. Panel draws every
+component in its own shadow root, so the rows are found by walking them.
+"""
+
+from __future__ import annotations
+
+from panel.custom import JSComponent
+
+
+class ConnectionBanner(JSComponent):
+    """Hidden until the connection to the server is lost."""
+
+    _esm = """
+    export function render({ view, el }) {
+      const bar = document.createElement("div")
+      bar.className = "offline-banner"
+      bar.setAttribute("role", "alert")
+      bar.hidden = true
+      const text = document.createElement("span")
+      text.textContent = "The connection to the server was lost: what you see may be out of date, and changes are not applied."
+      const button = document.createElement("button")
+      button.textContent = "Reload"
+      button.addEventListener("click", () => window.location.reload())
+      bar.append(text, button)
+      el.append(bar)
+      view.model.document.on_event("connection_lost", () => {
+        bar.hidden = false
+        document.body.classList.add("lineups-offline")
+        button.focus()
+      })
+      window.addEventListener("popstate", () => window.location.reload())
+      const activate = (event) => {
+        if (event.key !== "Enter" && event.key !== " ") return
+        const target = event.composedPath()[0]
+        if (!(target instanceof HTMLElement)) return
+        if (target.classList.contains("bk-tab") || target.classList.contains("tabulator-row")) {
+          event.preventDefault()
+          target.click()
+        }
+      }
+      document.addEventListener("keydown", activate, true)
+      // A checkbox's text is no <label> in Panel's drawing: make it toggle the box.
+      document.addEventListener("click", (event) => {
+        const target = event.composedPath()[0]
+        if (!(target instanceof HTMLElement) || !target.classList.contains("bk-label")) return
+        const box = target.previousElementSibling
+        if (box instanceof HTMLInputElement && box.type === "checkbox") box.click()
+      }, true)
+      const rows = (root, found) => {
+        for (const node of root.querySelectorAll("*")) {
+          if (node.classList.contains("tabulator-row")) found.push(node)
+          if (node.shadowRoot) rows(node.shadowRoot, found)
+        }
+        return found
+      }
+      // Rows are drawn afresh with every page: give the new ones a tab stop.
+      setInterval(() => {
+        for (const row of rows(document, [])) {
+          if (!row.hasAttribute("tabindex")) row.setAttribute("tabindex", "0")
+        }
+      }, 700)
+    }
+    """
+
+    def __init__(self, **params):
+        params.setdefault("stylesheets", [BANNER_CSS])
+        super().__init__(**params)
+
+
+BANNER_CSS = """
+        .offline-banner { position: fixed; top: 0; left: 0; right: 0; z-index: 10000; display: flex; gap: 16px;
+          align-items: center; justify-content: center; background: #a30000; color: #fff; padding: 12px 16px;
+          font: 600 15px system-ui, sans-serif; box-shadow: 0 2px 8px rgba(0,0,0,.3); }
+        .offline-banner button { font: inherit; color: #a30000; background: #fff; border: 0; border-radius: 4px;
+          padding: 6px 14px; cursor: pointer; }
+        .offline-banner[hidden] { display: none; }
+"""

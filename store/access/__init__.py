@@ -1,0 +1,1 @@
+"""Who may read what: buyers, API keys, subscriptions, share links."""

@@ -1,0 +1,1 @@
+"""The store's database: engines and sessions, the schema, migrations, stored settings."""

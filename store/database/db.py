@@ -1,0 +1,229 @@
+"""Engines and sessions.
+
+One engine and one sessionmaker are made at start-up (after any worker process has
+forked) and handed to whoever needs them; the caller owns each session's lifetime.
+
+With read replicas (`Settings.db_replicas`), each process also makes one engine per
+replica, and `Reads` sends pure reads to one of them: each read is one read-only
+REPEATABLE READ transaction, so everything it reads (the feeds' data versions and
+their records) comes from one snapshot of one database. A replica that fails is left
+alone for a few seconds while its reads go to the primary.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence, TypeVar
+
+from sqlalchemy import Engine, create_engine, event, exc as sa_exc, func, insert, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from store.reference.ports import default_directory
+from store.database.schema import Port
+
+log = logging.getLogger("lineups.db")
+T = TypeVar("T")
+#: Seconds to wait for a new PostgreSQL connection.
+CONNECT_TIMEOUT_S = 5
+#: Seconds a replica that failed is left alone (its reads go to the primary).
+REPLICA_PAUSE_S = 5.0
+#: `Session.info` key that marks the sessions of a replica.
+REPLICA = "replica"
+
+
+class ReplicaBehind(Exception):
+    """A replica has not replayed something the primary already has (a feed that a
+    buyer is entitled to): this read must be made on the primary."""
+
+
+def make_engine(
+    db_url: str, statement_timeout_ms: int = 30_000, schema: str | None = None, read_only: bool = False
+) -> Engine:
+    """An engine for `db_url` with connections checked on checkout.
+
+    SQLite gets WAL journalling and foreign keys; PostgreSQL a statement timeout so
+    that one heavy query cannot hold a worker forever, and `schema` as its search
+    path when given. `read_only` (replicas): every transaction is read-only and
+    REPEATABLE READ, one snapshot from its first query to its end."""
+    if db_url.startswith("sqlite"):
+        engine = create_engine(db_url, connect_args={"timeout": 30, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection, _record):  # pragma: no cover - trivial
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA foreign_keys=ON")
+            if ":memory:" not in db_url:
+                cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        return engine
+    connect_args = {}
+    if db_url.startswith("postgresql"):
+        options = f"-c statement_timeout={int(statement_timeout_ms)}"
+        if schema:
+            options += f" -c search_path={schema}"
+        if read_only:
+            options += " -c default_transaction_read_only=on"
+        connect_args["options"] = options
+        # A database host that does not answer fails a request in seconds, not after
+        # the operating system's TCP timeout of minutes.
+        connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+    return create_engine(
+        db_url,
+        pool_pre_ping=True,
+        pool_size=5,
+        max_overflow=10,
+        pool_timeout=10,
+        connect_args=connect_args,
+        **({"isolation_level": "REPEATABLE READ"} if read_only else {}),
+    )
+
+
+def engine_for(settings) -> Engine:
+    """The engine `settings` describe."""
+    return make_engine(settings.db_url, settings.statement_timeout_ms, settings.db_schema)
+
+
+def replica_engines_for(settings) -> list[Engine]:
+    """One read-only engine per configured replica (`Settings.db_replicas`)."""
+    return [
+        make_engine(url, settings.statement_timeout_ms, settings.db_schema, read_only=True)
+        for url in settings.db_replicas
+    ]
+
+
+def make_sessionmaker(engine: Engine, replica: bool = False) -> sessionmaker[Session]:
+    """Sessions on `engine`; `replica` marks them (`is_replica`) for data functions
+    that must read what the primary gave them again from the replica."""
+    return sessionmaker(engine, expire_on_commit=False, info={REPLICA: True} if replica else None)
+
+
+def is_replica(session: Session) -> bool:
+    """True when `session` reads a replica (made by `make_sessionmaker(replica=True)`)."""
+    return bool(session.info.get(REPLICA))
+
+
+class Reads:
+    """Where the API's pure reads go: this process's replica, else the primary.
+
+    `run(work, *args)` calls `work(session, *args)` in one transaction of its own and
+    returns what it returns. With replicas, the session is one of a replica (the
+    process's own first, `first` picking it, then the others), read-only and
+    REPEATABLE READ. A replica that fails (cannot connect, or errs) is left alone
+    for `pause` seconds and the same work runs on the next one or on the primary, so
+    a replica's trouble costs time, never a wrong answer; `ReplicaBehind` from
+    `work` sends that one read to the primary. Work must only read: it may run twice.
+    Errors of the primary, and the service's own errors (`LineupsError`), propagate."""
+
+    def __init__(
+        self,
+        primary: sessionmaker[Session],
+        replicas: Sequence[sessionmaker[Session]] = (),
+        first: int = 0,
+        pause: float = REPLICA_PAUSE_S,
+    ):
+        self.primary = primary
+        start = first % len(replicas) if replicas else 0
+        self.replicas = [*replicas[start:], *replicas[:start]]
+        self.pause = pause
+        self._lock = threading.Lock()
+        self._resting: dict[int, float] = {}  #: replica index → monotonic time it may be tried again
+
+    def run(self, work: Callable[..., T], *args: Any) -> T:
+        for index, factory in enumerate(self.replicas):
+            if not self._usable(index):
+                continue
+            try:
+                result = _in_transaction(factory, work, args)
+            except ReplicaBehind as behind:
+                log.info("Replica %s is behind the primary (%s): this read goes to the primary", _name(factory), behind)
+                break
+            except sa_exc.SQLAlchemyError as error:
+                self._rest(index, factory, error)
+                continue
+            self._recovered(index, factory)
+            return result
+        return _in_transaction(self.primary, work, args)
+
+    def describe(self) -> str:
+        """This process's first replica, for logs (no password); "" without replicas."""
+        return _name(self.replicas[0]) if self.replicas else ""
+
+    def _usable(self, index: int) -> bool:
+        with self._lock:
+            until = self._resting.get(index)
+        return until is None or time.monotonic() >= until
+
+    def _rest(self, index: int, factory: sessionmaker[Session], error: Exception) -> None:
+        with self._lock:
+            self._resting[index] = time.monotonic() + self.pause
+        log.warning(
+            "Replica %s failed (%s: %s); reading from %s for %g s",
+            _name(factory), type(error).__name__, str(error).split("\n", 1)[0][:200],
+            "the next replica" if index + 1 < len(self.replicas) else "the primary", self.pause,
+        )
+
+    def _recovered(self, index: int, factory: sessionmaker[Session]) -> None:
+        if index in self._resting:
+            with self._lock:
+                self._resting.pop(index, None)
+            log.info("Replica %s answers again", _name(factory))
+
+
+def _in_transaction(factory: sessionmaker[Session], work: Callable[..., T], args: tuple) -> T:
+    with factory() as session:
+        with session.begin():
+            return work(session, *args)
+
+
+def _name(factory: sessionmaker[Session]) -> str:
+    """The replica's address for logs (no password)."""
+    bind = factory.kw.get("bind")
+    return bind.url.render_as_string(hide_password=True) if bind is not None else "?"
+
+
+def open_store(engine: Engine, db_url: str) -> None:
+    """Make an empty store (through the migrations) or check that an existing one is
+    at the newest schema. Raises store.database.migrate.SchemaBehind for an older store, whose
+    message says what to run: upgrading a live store is the operator's decision."""
+    from store.database.migrate import check_current, current_revision
+
+    if current_revision(engine) is None:
+        create_schema(engine)
+    else:
+        check_current(engine, db_url)
+
+
+def create_schema(engine: Engine) -> None:
+    """Bring the store to the newest schema through the migrations, and load the port
+    directory once."""
+    from store.database.migrate import upgrade
+
+    upgrade(engine)
+    with engine.begin() as connection:
+        if connection.execute(select(func.count()).select_from(Port)).scalar_one() == 0:
+            rows = [
+                {
+                    "unlocode": p.unlocode,
+                    "name": p.name,
+                    "country_code": p.country_code,
+                    "country_name": p.country_name,
+                    "latitude": p.latitude,
+                    "longitude": p.longitude,
+                    "timezone": p.timezone,
+                }
+                for p in default_directory().all()
+            ]
+            connection.execute(insert(Port), rows)
+
+
+@contextmanager
+def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A session that commits when the block succeeds and rolls back when it raises."""
+    with factory() as session:
+        with session.begin():
+            yield session

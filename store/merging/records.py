@@ -1,0 +1,201 @@
+"""Stored records as the merge engine's input frame (contract C2.1).
+
+One row per stored record of the given feeds whose commodity is not blank (C1: kept
+in the store, never served), with the feed's name as `source_name`, times as
+`datetime64[ns, UTC]`, the commodity's taxonomy names, and the merge key parts
+`vessel_key` and `commodity_key`. Text columns other than `ref` are categoricals with
+sorted categories (`store.merging.columns`): the merge engine and the CSV writer work on
+their codes.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from store.merging import columns
+from store.merging.resolve import Identities
+from store.intake.normalize import commodity_text_key
+from store.database.schema import Feed, Record
+from store.reference.taxonomy import default_taxonomy
+
+_COLUMNS = (
+    "ref", "port_unlocode", "port_name", "country_name", "berth_terminal", "vessel_imo",
+    "vessel_name", "vessel_type", "dwt", "operation", "commodity", "quantity", "quantity_unit",
+    "eta", "etb", "etd", "vessel_status", "shipper", "receiver", "charterer", "operator",
+    "ship_agent", "vessel_key", "commodity_leaf", "created_at", "updated_at",
+)
+_TIMES = ("eta", "etb", "etd", "created_at", "updated_at")
+
+
+def load_records(session: Session, feed_ids: Iterable[str]) -> pd.DataFrame:
+    """The merge input of the feeds `feed_ids` (may be empty)."""
+    feed_ids = sorted(set(feed_ids))
+    return _load(session, Record.feed_id.in_(feed_ids), Record.commodity.is_not(None))
+
+
+def load_records_where(session: Session, feed_ids: Iterable[str], any_of: list) -> pd.DataFrame:
+    """The merge input of the feeds `feed_ids`, only the records that meet one of the
+    clauses `any_of` (none: no record)."""
+    if not any_of:
+        return load_records(session, [])
+    return _load(session, Record.feed_id.in_(sorted(set(feed_ids))), Record.commodity.is_not(None), or_(*any_of))
+
+
+def load_identities(session: Session, feed_ids: Iterable[str], names: Iterable[str] | None = None) -> Identities:
+    """Rule 1's identities (issue 19) among the served records of the feeds `feed_ids`:
+    the name keys that records with an IMO number carry, with the feeds that give each;
+    only of the name keys `names` when given (read by index: `records.name_key`)."""
+    feed_ids = sorted(set(feed_ids))
+    where = [
+        Record.feed_id.in_(feed_ids),
+        Record.vessel_key.like("IMO%"),
+        Record.name_key.is_not(None),
+        Record.commodity.is_not(None),
+    ]
+    statement = select(Record.name_key, Record.vessel_key, Feed.name).join(Feed, Feed.id == Record.feed_id).distinct()
+    if names is None:
+        return Identities.of_keys(session.execute(statement.where(*where)).all())
+    names = sorted(set(names))
+    rows: list = []
+    for start in range(0, len(names), _IN_LIST):
+        chunk = names[start : start + _IN_LIST]
+        rows += session.execute(statement.where(*where, Record.name_key.in_(chunk))).all()
+    return Identities.of_keys(rows)
+
+
+def name_keys_of(session: Session, feed_ids: Iterable[str], vessel_keys: Iterable[str]) -> set[str]:
+    """The name keys that the served records of `feed_ids` with vessel key in
+    `vessel_keys` carry."""
+    vessel_keys = sorted(set(vessel_keys))
+    out: set[str] = set()
+    for start in range(0, len(vessel_keys), _IN_LIST):
+        out.update(
+            session.scalars(
+                select(Record.name_key)
+                .where(
+                    Record.feed_id.in_(sorted(set(feed_ids))),
+                    Record.vessel_key.in_(vessel_keys[start : start + _IN_LIST]),
+                    Record.name_key.is_not(None),
+                    Record.commodity.is_not(None),
+                )
+                .distinct()
+            )
+        )
+    return out
+
+
+#: Values per IN list (SQLite allows 32,766 parameters, PostgreSQL 65,535).
+_IN_LIST = 5_000
+
+
+def _load(session: Session, *where) -> pd.DataFrame:
+    """The rows of the statement, read a chunk at a time from the driver's cursor
+    and built column by column (SQLAlchemy's per-row objects and per-value type
+    conversions cost ~20 µs a record, more than all the rest at 1,000,000 records)."""
+    statement = (
+        select(Record.feed_id.label("source_id"), Feed.name.label("source_name"), *(getattr(Record, c) for c in _COLUMNS))
+        .join(Feed, Feed.id == Record.feed_id)
+        .where(*where)
+    )
+    names = ["source_id", "source_name", *_COLUMNS]
+    connection = session.connection()
+    compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
+    params = compiled.construct_params()
+    if compiled.positional:
+        params = tuple(params[name] for name in compiled.positiontup)
+    cursor = connection.connection.cursor()  # the DBAPI cursor, in the session's transaction
+    try:
+        cursor.execute(str(compiled), params)
+        chunks = []
+        while rows := cursor.fetchmany(_CHUNK):
+            chunks.append(_columns(names, rows))
+    finally:
+        cursor.close()
+    if not chunks:
+        frame = pd.DataFrame({name: pd.Series([], dtype=object) for name in names})
+        return shape(frame.astype({name: "category" for name in names if name not in _NOT_CODED}))
+    data = {}
+    for name in names:
+        parts = [chunk[name] for chunk in chunks]
+        if isinstance(parts[0], tuple):  # a text column: (codes, uniques) per chunk
+            data[name] = columns.from_parts([p[0] for p in parts], [p[1] for p in parts])
+        else:
+            data[name] = _concat(parts)
+    return shape(pd.DataFrame(data))
+
+
+#: Rows read from the driver at a time.
+_CHUNK = 50_000
+#: Columns with a value of their own on (almost) every row: not worth coding.
+_UNIQUE = frozenset({"ref"})
+_NOT_CODED = frozenset({*_TIMES, "dwt", "quantity", *_UNIQUE})
+
+
+def _columns(names: list[str], rows: list[tuple]) -> dict[str, object]:
+    """One chunk of driver rows as columns: times parsed (SQLite gives text,
+    PostgreSQL datetimes), text columns factorized, (codes, distinct values), to
+    become categoricals (`store.merging.columns`: a feed repeats its ports and companies on
+    every row)."""
+    out: dict[str, object] = {}
+    for name, values in zip(names, zip(*rows)):
+        array = np.array(values, dtype=object)
+        if name in _TIMES:
+            text = any(isinstance(v, str) for v in values[:1000])
+            parsed = pd.to_datetime(array, utc=True, format="ISO8601" if text else None)
+            out[name] = parsed.tz_convert(None).as_unit("ns").to_numpy()  # naive UTC
+        elif name in ("dwt", "quantity") or name in _UNIQUE:
+            out[name] = array
+        else:
+            codes, uniques = pd.factorize(array)
+            out[name] = (codes, np.asarray(uniques, dtype=object))
+    return out
+
+
+def _concat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def shape(frame: pd.DataFrame) -> pd.DataFrame:
+    """Give a frame of stored rows the merge input's dtypes and derived columns: text
+    columns categorical (`store.merging.columns`), the commodity's taxonomy names and the
+    merge key part `commodity_key`, worked out once per distinct value."""
+    for column in _TIMES:
+        frame[column] = pd.to_datetime(frame[column], utc=True).astype("datetime64[ns, UTC]")
+    frame["dwt"] = pd.array(frame["dwt"], dtype="Int64")
+    frame["quantity"] = pd.to_numeric(frame["quantity"], errors="coerce").astype(float)
+    for name in frame.columns:
+        if name not in _NOT_CODED and not columns.is_coded(frame[name]):
+            frame[name] = columns.category(frame[name])
+    taxonomy = default_taxonomy()
+    leaf_column, commodity = frame["commodity_leaf"].array, frame["commodity"].array
+    leaves = [_leaf(taxonomy, leaf_id) for leaf_id in leaf_column.categories]
+    for name, part in (("commodity_normalized", "name"), ("commodity_normalized_subgroup", "subgroup"),
+                       ("commodity_normalized_group", "group")):
+        frame[name] = columns.recoded(leaf_column, [getattr(l, part) if l else None for l in leaves])
+    # The key: the leaf's id when resolved, else the raw commodity's text key; once
+    # per distinct (leaf, commodity) pair.
+    pairs = leaf_column.codes.astype(np.int64) * (len(commodity.categories) + 1) + commodity.codes + 1
+    which, distinct = pd.factorize(pairs)
+    raw = np.asarray(commodity.categories, dtype=object)
+    keys = []
+    for pair in distinct.tolist():
+        leaf_code, commodity_code = divmod(pair, len(commodity.categories) + 1)
+        leaf = leaves[leaf_code] if leaf_code >= 0 else None
+        if leaf is not None:
+            keys.append(leaf.id)
+        else:
+            keys.append(None if commodity_code == 0 else "raw:" + commodity_text_key(raw[commodity_code - 1]))
+    frame["commodity_key"] = columns.recoded(pd.Categorical.from_codes(which, categories=range(len(distinct))), keys)
+    return frame.drop(columns=["commodity_leaf"])
+
+
+def _leaf(taxonomy, leaf_id):
+    try:
+        return taxonomy.leaf(leaf_id)
+    except KeyError:  # a leaf that a newer taxonomy dropped: treat as unresolved
+        return None

@@ -1,0 +1,1 @@
+"""Reference data shipped with the product: the commodity taxonomy and the port directory."""

@@ -1,0 +1,316 @@
+"""The CSV text of lineup rows (contract C1, C9): the one writer behind the API's CSV
+pages, share links and the explorer's download.
+
+UTF-8 with a byte order mark, RFC 4180 (CRLF line ends, minimal quoting), a header of
+the C1 names in C1 order, times `YYYY-MM-DDTHH:MM:SSZ`, numbers in their shortest text
+(65000, not 65000.0), blanks (C1) as empty cells, and text cells that a spreadsheet
+would run as a formula (first character `=`, `+`, `-`, `@`, tab, CR or NUL) written
+with a leading `'`.
+
+How: rows are written a block at a time, column by column, in Arrow. Each column of a
+block is dictionary-encoded; the text of each distinct value is decided once, by the
+per-value rules below (`_csv_text`, `_csv_encoder`), except where a vectorised test
+proves the rules leave the value as it is (plain text, integers); the cells are then
+taken from the encoded values and joined into lines in Arrow's C++ kernels, which
+release the GIL, so a server thread writing CSV leaves the event loop free. The
+block's lines are one contiguous UTF-8 buffer: the CSV text itself, without a copy
+per row.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from store.fields import INTEGER_FIELDS, NUMBER_FIELDS, RECORD_FIELDS, TIME_FIELDS, text_value
+
+CSV_TYPE = "text/csv; charset=utf-8"
+BOM = "\ufeff"
+#: C9: first characters that make a spreadsheet evaluate a cell (NUL added: some
+#: importers drop it and then see the next character).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\0")
+#: Rows per block of a streamed export (and per Arrow join).
+CHUNK_ROWS = 20_000
+LINE_END = "\r\n"
+#: Text that RFC 4180 (and the csv module with CRLF line ends) writes unquoted.
+_PLAIN = re.compile(r'[^,"\r\n]*')
+_FORMULA_STARTS = frozenset(FORMULA_STARTS)
+#: Floats below this size that are whole numbers are written as integers, exactly.
+_EXACT_INTEGERS = 2.0**53
+
+
+# ---------------------------------------------------------------- values
+def neutralise(text: str) -> str:
+    """C9: a text cell a spreadsheet would evaluate gets a leading `'`."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def _number_text(value: float) -> str:
+    """The shortest text of a number: 65000 rather than 65000.0."""
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+class _Quoter:
+    """One field as the `csv` module writes it in a row (RFC 4180, minimal quoting)."""
+
+    def __init__(self) -> None:
+        self._buffer = io.StringIO()
+        self._writer = csv.writer(self._buffer, lineterminator=LINE_END, quoting=csv.QUOTE_MINIMAL)
+
+    def __call__(self, text: str) -> str:
+        if _PLAIN.fullmatch(text):
+            # Nothing to quote (the csv module's own rule); and "" alone in a row
+            # would be written "" by the csv module to mark the row.
+            return text
+        self._buffer.seek(0)
+        self._buffer.truncate()
+        self._writer.writerow([text])
+        return self._buffer.getvalue()[: -len(LINE_END)]
+
+
+def _csv_text(value: Any, quote: _Quoter) -> str:
+    """A text cell (C1 blanks empty, C9 neutralised, RFC 4180 quoted)."""
+    if value is None:
+        return ""
+    text = value if type(value) is str else str(value)
+    text = text_value(text)
+    return "" if text is None else quote(neutralise(text))
+
+
+def _csv_encoder(field: str) -> Callable[[Any], str]:
+    """The cell text of one value of a number field (`value` not missing)."""
+    if field in INTEGER_FIELDS:
+        return lambda value: str(int(value))
+    return lambda value: _number_text(float(value))
+
+
+def csv_header() -> bytes:
+    """The byte order mark and the header row of C1 names (C9)."""
+    quote = _Quoter()
+    return (BOM + ",".join(quote(name) for name in RECORD_FIELDS) + LINE_END).encode("utf-8")
+
+
+# ---------------------------------------------------------------- columns
+#: The cell texts of recently written sets of categories (`_coded_cells`): by the
+#: id of the categories' Index, checked through a weak reference.
+_CATEGORY_TEXTS: OrderedDict[int, tuple[weakref.ref, pa.Array]] = OrderedDict()
+_CATEGORY_CACHE = 256
+_CATEGORY_LOCK = threading.Lock()
+#: Text columns whose values are new strings on (nearly) every row: the feed lists
+#: of merged rows and row ids. Their cells are checked row by row in Arrow; grouping
+#: them first (hashing long strings in Python) costs more than it saves.
+_ROW_TEXT = frozenset({"id", "source_id", "source_name"})
+#: Bytes that may start a plain text (ASCII letters and digits: no space, no C9
+#: formula start) and end one (printable ASCII other than space).
+_PLAIN_FIRST = np.zeros(256, bool)
+_PLAIN_FIRST[[*range(48, 58), *range(65, 91), *range(97, 123)]] = True
+_PLAIN_LAST = np.zeros(256, bool)
+_PLAIN_LAST[33:127] = True
+_NEEDS_QUOTES = (b",", b'"', b"\r", b"\n")
+
+#: A column's cells: `texts[codes[i]]` for row i (code -1: the empty cell), or
+#: `texts[i]` when codes is None.
+Cells = tuple["np.ndarray | None", pa.Array]
+
+
+def _plain(texts: pa.Array) -> np.ndarray:
+    """Which of `texts` every rule leaves as they are (`_csv_text`): at least four
+    bytes (no C1 blank word), an ASCII letter or digit first (no space, no C9 formula
+    start), printable ASCII last (no space), nothing to quote (RFC 4180). Nulls are
+    not plain. Vectorised over the Arrow buffers."""
+    count = len(texts)
+    offsets = np.frombuffer(texts.buffers()[1], np.int32, count + 1, 4 * texts.offset)
+    data_buffer = texts.buffers()[2]
+    if data_buffer is None or offsets[-1] == offsets[0]:
+        return np.zeros(count, bool)
+    data = np.frombuffer(data_buffer, np.uint8)
+    starts, ends = offsets[:-1], offsets[1:]
+    plain = (ends - starts >= 4) & _PLAIN_FIRST[data[np.minimum(starts, len(data) - 1)]]
+    plain &= _PLAIN_LAST[data[np.maximum(ends - 1, 0)]]
+    raw = data_buffer[int(offsets[0]): int(offsets[-1])].to_pybytes()
+    if any(special in raw for special in _NEEDS_QUOTES):
+        marks = np.isin(data[offsets[0]: offsets[-1]], np.frombuffer(b"".join(_NEEDS_QUOTES), np.uint8))
+        where = np.flatnonzero(marks) + offsets[0]
+        plain[np.searchsorted(offsets, where, side="right") - 1] = False
+    return plain
+
+
+def _encoded_texts(texts: pa.Array, quote: _Quoter) -> pa.Array:
+    """`texts` with each value that is not plain (nulls too) replaced by its
+    `_csv_text`."""
+    careful = ~_plain(texts)
+    if not careful.any():
+        return texts
+    chosen = texts.filter(pa.array(careful)).to_pylist()
+    return pc.replace_with_mask(texts, pa.array(careful), pa.array([_csv_text(v, quote) for v in chosen], pa.string()))
+
+
+def _text_cells(values: np.ndarray, field: str, quote: _Quoter) -> Cells:
+    """A text column: each distinct value through `_csv_text` unless it is plain."""
+    if field in _ROW_TEXT:
+        return None, _encoded_texts(_string_array(values), quote)
+    codes, uniques = pd.factorize(values)
+    return codes, _encoded_texts(_string_array(uniques), quote)
+
+
+def _string_array(values: np.ndarray) -> pa.Array:
+    """Text values as an Arrow string array, missing ones (None, NaN, NA) null."""
+    try:
+        return pa.array(values, pa.string())  # str and None; faster than from_pandas
+    except (pa.ArrowTypeError, pa.ArrowInvalid):  # NaN, NA, not str: as `str()` writes them
+        return pa.array([None if _missing(v) else v if type(v) is str else str(v) for v in values], pa.string())
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
+
+
+def _time_cells(column: pd.Series) -> Cells:
+    """`YYYY-MM-DDTHH:MM:SSZ` in UTC; each distinct time formatted once."""
+    if not isinstance(column.dtype, pd.DatetimeTZDtype):
+        column = pd.to_datetime(column, utc=True)
+    codes, uniques = pd.factorize(column)
+    stamps = pd.DatetimeIndex(uniques).tz_convert("UTC").tz_localize(None).to_numpy(dtype="datetime64[s]")
+    return codes, pa.array(np.char.add(np.datetime_as_string(stamps, unit="s"), "Z"), pa.string())
+
+
+def _number_cells(column: pd.Series, field: str) -> Cells:
+    """Integers as their digits, whole floats as integers, other floats `repr`
+    (`_csv_encoder`); each distinct value once, the common cases in Arrow."""
+    codes, uniques = pd.factorize(column)
+    if field in INTEGER_FIELDS and pd.api.types.is_signed_integer_dtype(column.dtype):
+        return codes, pc.cast(pa.array(np.asarray(uniques, dtype=np.int64)), pa.string())
+    encode = _csv_encoder(field)
+    if not (field in NUMBER_FIELDS and pd.api.types.is_float_dtype(column.dtype)):
+        return codes, pa.array([encode(v) for v in uniques.tolist()], pa.string())
+    values = np.asarray(uniques, dtype=float)
+    whole = np.isfinite(values) & (np.abs(values) < _EXACT_INTEGERS) & (np.floor(values) == values)
+    texts = pc.cast(pa.array(np.where(whole, values, 0).astype(np.int64)), pa.string())
+    if whole.all():
+        return codes, texts
+    rest = pa.array([encode(v) for v in values[~whole].tolist()], pa.string())
+    return codes, pc.replace_with_mask(texts, pa.array(~whole), rest)
+
+
+def _coded_cells(column: pd.Series, quote: _Quoter) -> Cells:
+    """A categorical text column (`store.merging.columns`): its codes, and the cell text of
+    each category, worked out once per set of categories (they are shared by every
+    slice and selection of a merged result, so an export encodes them once)."""
+    categories = column.cat.categories
+    with _CATEGORY_LOCK:
+        hit = _CATEGORY_TEXTS.get(id(categories))
+    if hit is None or hit[0]() is not categories:
+        texts = _encoded_texts(_string_array(np.asarray(categories, dtype=object)), quote)
+        hit = (weakref.ref(categories), texts)
+        with _CATEGORY_LOCK:
+            _CATEGORY_TEXTS[id(categories)] = hit
+            while len(_CATEGORY_TEXTS) > _CATEGORY_CACHE:
+                _CATEGORY_TEXTS.popitem(last=False)
+    return column.cat.codes.to_numpy().astype(np.int32), hit[1]
+
+
+def _cells(column: pd.Series, field: str, quote: _Quoter) -> Cells:
+    if field in TIME_FIELDS:
+        return _time_cells(column)
+    if field in INTEGER_FIELDS or field in NUMBER_FIELDS:
+        return _number_cells(column, field)
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return _coded_cells(column, quote)
+    return _text_cells(column.to_numpy(dtype=object), field, quote)
+
+
+def _lines(frame: pd.DataFrame) -> pa.Array:
+    """The cells of `frame`'s rows in row order, each followed by its separator (a
+    comma, CRLF after the last): the data of this string array is the CSV text.
+
+    One Arrow `take` writes it: the encoded texts of all columns, each with its
+    separator and an empty cell appended, are one array; row i, column j is the
+    entry at the column's base plus its code."""
+    quote = _Quoter()
+    rows, width = len(frame), len(RECORD_FIELDS)
+    pieces: list[pa.Array] = []
+    index = np.empty((rows, width), np.int32)
+    base = 0
+    for j, field in enumerate(RECORD_FIELDS):
+        codes, texts = _cells(frame[field], field, quote)
+        if codes is not None and len(texts) > rows:  # only the texts this block uses
+            codes, texts = _used(codes, texts)
+        separator = LINE_END if j == width - 1 else ","
+        pieces += [pc.binary_join_element_wise(texts, separator, ""), pa.array([separator], pa.string())]
+        if codes is None:
+            index[:, j] = np.arange(base, base + rows, dtype=np.int32)
+        else:
+            index[:, j] = np.where(codes < 0, base + len(texts), codes + base)
+        base += len(texts) + 1
+    return pa.concat_arrays(pieces).take(pa.array(index.ravel()))
+
+
+def _used(codes: np.ndarray, texts: pa.Array) -> Cells:
+    """`(codes, texts)` cut down to the texts that `codes` refer to (a block of rows
+    uses few of a whole result's categories)."""
+    used = np.zeros(len(texts) + 1, bool)
+    used[codes] = True  # code -1 marks the last entry, which is not a text
+    used = used[:-1]
+    renumber = np.append(np.cumsum(used) - 1, -1).astype(np.int32)
+    return renumber[codes], texts.take(pa.array(np.flatnonzero(used)))
+
+
+def _text(cells: pa.Array) -> bytes:
+    """The UTF-8 text of `cells` end to end: the data between its first and last
+    offsets."""
+    if len(cells) == 0:
+        return b""
+    offsets = np.frombuffer(cells.buffers()[1], np.int32, len(cells) + 1, 4 * cells.offset)
+    return cells.buffers()[2][int(offsets[0]): int(offsets[-1])].to_pybytes()
+
+
+# ---------------------------------------------------------------- documents
+def csv_rows(frame: pd.DataFrame) -> bytes:
+    """The rows of `frame` (C1 columns; others ignored) as CSV, without a header."""
+    return b"".join(csv_blocks(frame))
+
+
+def csv_block(frame: pd.DataFrame, start: int, stop: int) -> bytes:
+    """Rows `start` to `stop` of `frame` as CSV text (for a streamed export: made
+    in a worker thread, mostly without the GIL)."""
+    return _text(_lines(frame.iloc[start:stop]))
+
+
+def csv_blocks(frame: pd.DataFrame, chunk_rows: int = CHUNK_ROWS) -> Iterator[bytes]:
+    """The rows of `frame` as CSV text, `chunk_rows` rows at a time."""
+    for start in range(0, len(frame), chunk_rows):
+        yield csv_block(frame, start, start + chunk_rows)
+
+
+def csv_lines(frame: pd.DataFrame) -> list[bytes]:
+    """Each row of `frame` as one CSV record (RFC 4180, CRLF-terminated)."""
+    out: list[bytes] = []
+    for start in range(0, len(frame), CHUNK_ROWS):
+        cells = _lines(frame.iloc[start:start + CHUNK_ROWS])
+        text = _text(cells)
+        offsets = np.frombuffer(cells.buffers()[1], np.int32, len(cells) + 1, 4 * cells.offset)
+        bounds = (offsets[:: len(RECORD_FIELDS)] - offsets[0]).tolist()
+        out += [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    return out
+
+
+def csv_chunks(frame: pd.DataFrame, chunk_rows: int = CHUNK_ROWS) -> Iterator[bytes]:
+    """A whole result as CSV in pieces: the BOM and header first, then `chunk_rows`
+    rows at a time, so that a streamed export never holds the whole text."""
+    yield csv_header()
+    yield from csv_blocks(frame, chunk_rows)
+
+
+def csv_document(frame: pd.DataFrame) -> bytes:
+    """A whole CSV document of `frame`'s rows: BOM, header, rows."""
+    return csv_header() + csv_rows(frame)

@@ -1,0 +1,297 @@
+"""What the API, the share links and the explorer ask for (C2, C3, C4, C7, C8): a buyer's
+lineups, read from the kept views (`store.views.upkeep`) a page at a time.
+
+`Lineups` holds only its session factories: nothing that grows with the store or the
+number of buyers lives in a server process. Each call: the buyer's visible feeds (C2.1:
+entitled now, narrowed by `source`; 404 and 403 as C5 says) → the views that hold their
+merged rows, current (a view that is missing or behind is built or brought up to date
+first, once across processes, `upkeep.ensure`) → one SQL statement (`store.views.sql`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence, TypeVar
+
+import pandas as pd
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from store.access import accounts
+from store.access.accounts import FeedVersion
+from store.database.db import Reads, ReplicaBehind, is_replica
+from store.errors import Forbidden, NotFound
+from store.merging.explain import explain as explain_row
+from store.intake.feeds import is_uuid
+from store.views.query import DEFAULT_LIMIT, LineupQuery, Position
+from store.merging.records import load_identities, load_records_where, name_keys_of
+from store.database.schema import Feed, MergedRow, MergedView, Record
+from store.reference.taxonomy import Taxonomy, default_taxonomy
+from store.views import sql, upkeep
+from store.views.stored import frame_of
+
+log = logging.getLogger("lineups.views")
+T = TypeVar("T")
+#: Rows per block of a whole-result read (exports, share links).
+BLOCK_ROWS = 20_000
+#: Times a read tries again after bringing its views up to date (another change may
+#: land in between; each try is a fresh snapshot).
+_TRIES = 4
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a result: its rows (C1 columns, merge-engine dtypes) and the
+    position of its last row when another page follows (C4), else None."""
+
+    rows: pd.DataFrame
+    next: Position | None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Totals of a result (`Lineups.summary`): `tonnes` (day since the epoch, group or
+    None, tonnes) of the rows in `MT`; `units` {unit or None: rows} of the rows with a
+    quantity in another unit (or none); `statuses` (port_unlocode, port_name, status
+    or None, vessels)."""
+
+    tonnes: pd.DataFrame
+    units: dict[str | None, int]
+    statuses: pd.DataFrame
+
+    @classmethod
+    def empty(cls) -> "Summary":
+        return cls(
+            pd.DataFrame(columns=["day", "group", "tonnes"]), {},
+            pd.DataFrame(columns=["port_unlocode", "port_name", "status", "vessels"]),
+        )
+
+
+class ViewNotCurrent(Exception):
+    """The view a read needs is missing or behind its feeds' records."""
+
+    def __init__(self, key: upkeep.ViewKey):
+        super().__init__(f"the {key.mode} view of {len(key.feeds)} feeds is not current")
+        self.key = key
+
+
+def visible_feeds(
+    session: Session, buyer_id: str, source: str | None, entitled: Sequence[FeedVersion] | None = None
+) -> list[FeedVersion]:
+    """The feeds (id, name, data version) whose records the buyer may see for
+    `source` (None: all), ordered by name. `entitled` are the buyer's entitled feeds
+    when the caller has just read them with the key (on the primary); on a replica
+    their versions are read again there. Raises NotFound for a UUID of no feed and
+    Forbidden for a feed without an active or trial subscription (C5)."""
+    if entitled is None:
+        entitled = accounts.entitled_feeds(session, buyer_id)
+    else:
+        entitled = accounts.feed_versions_in(session, entitled)
+    if source is None:
+        return list(entitled)
+    chosen = [feed for feed in entitled if feed.id == source]
+    if chosen:
+        return chosen
+    if not is_uuid(source) or session.scalar(select(Feed.id).where(Feed.id == source)) is None:
+        raise NotFound(f"No feed with id {source}")
+    raise Forbidden("You have no active or trial subscription to this feed")
+
+
+class Lineups:
+    """A buyer's lineups from the kept views; thread-safe, stateless.
+
+    `sessions` is the primary (views are built there); `reads` where pure reads go
+    (a read replica when there is one, else the primary)."""
+
+    def __init__(self, sessions: sessionmaker[Session], reads: Reads | None = None, taxonomy: Taxonomy | None = None):
+        self.sessions = sessions
+        self.reads = reads or Reads(sessions)
+        self.taxonomy = taxonomy or default_taxonomy()
+
+    # ------------------------------------------------------------ reads
+    def page(
+        self,
+        buyer_id: str,
+        query: LineupQuery,
+        after: Position | None = None,
+        limit: int = DEFAULT_LIMIT,
+        entitled: Sequence[FeedVersion] | None = None,
+    ) -> Page:
+        """The `limit` rows of `query`'s result after position `after` (C3, C4)."""
+
+        def work(session: Session, target: sql.Target) -> Page:
+            rows = session.execute(sql.page_statement(query, self.taxonomy, target, after, limit + 1)).all()
+            more = len(rows) > limit
+            rows = rows[:limit]
+            following = sql.position(rows[-1][-1], rows[-1][0]) if more else None
+            return Page(frame_of([row[:-1] for row in rows]), following)
+
+        return self._in_views(buyer_id, query, entitled, work, None) or Page(frame_of([]), None)
+
+    def count(self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None) -> int:
+        """How many rows `query`'s whole result has."""
+        return self._in_views(
+            buyer_id, query, entitled,
+            lambda session, target: int(session.scalar(sql.count_statement(query, self.taxonomy, target))), 0,
+        )
+
+    def frame(self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None) -> pd.DataFrame:
+        """`query`'s whole result in C3 order, in one frame (the explorer's charts)."""
+        return pd.concat(list(self.blocks(buyer_id, query, entitled)), ignore_index=True)
+
+    def blocks(
+        self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None, size: int = BLOCK_ROWS
+    ) -> Iterator[pd.DataFrame]:
+        """`query`'s whole result in C3 order, `size` rows at a time, each block read
+        afresh after the previous one's last row (keyset: no row twice, none skipped
+        that was there throughout). Yields at least one (maybe empty) block."""
+        after: Position | None = None
+        while True:
+            page = self.page(buyer_id, query, after, size, entitled)
+            yield page.rows
+            if page.next is None:
+                return
+            after = page.next
+
+    def explain(
+        self, buyer_id: str, row_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None
+    ) -> dict[str, Any]:
+        """Provenance of one merged row the buyer can see in `query`'s merge mode and
+        source: the records it came from and which gave each value. Reads only the
+        records of the row's merge key (groups never cross one, C2.2). Raises
+        NotFound when no visible row has that id."""
+
+        def work(session: Session, target: sql.Target) -> dict[str, Any]:
+            hit = session.execute(
+                select(MergedRow.vessel_key, MergedRow.port_unlocode, MergedRow.commodity_key, MergedView.feeds)
+                .join(MergedView, MergedView.id == MergedRow.view_id)
+                .where(MergedRow.view_id == target.view_id, MergedRow.id == row_id)
+            ).first()
+            if hit is None:
+                raise NotFound(f"No lineup row with id {row_id}")
+            vessel, port, commodity, feeds = hit
+            where = Record.port_unlocode == port
+            identities = None
+            vessels = {vessel}
+            if query.merge == "all":  # issue 19: the row may hold name-only records resolved to its IMO
+                names = name_keys_of(session, feeds, [vessel]) if vessel.startswith("IMO") else set()
+                identities = load_identities(session, feeds, names | {vessel})
+                vessels |= identities.names_of().get(vessel, set())
+            records = load_records_where(
+                session, feeds, [Record.vessel_key.in_(sorted(vessels)) & where if vessel else where]
+            )
+            same = (records["port_unlocode"].astype(object) == port).to_numpy().copy()
+            if query.merge == "by_source":
+                # Groups never cross a merge key under by_source (C2.2); under all, rule 2
+                # joins commodities within one vessel and port, so all of those are read.
+                same &= (records["commodity_key"].astype(object) == commodity).to_numpy()
+            result = explain_row(row_id, records[same], query.merge, identities)
+            if result is None:
+                raise NotFound(f"No lineup row with id {row_id}")
+            return result
+
+        return self._in_views(buyer_id, query, entitled, work, None) or _not_found(row_id)
+
+    # ------------------------------------------------------------ the explorer's reads
+    def rows_at(
+        self, buyer_id: str, query: LineupQuery, offset: int, limit: int, order: tuple[str, bool] | None = None
+    ) -> pd.DataFrame:
+        """Rows `offset` … `offset + limit - 1` of the whole result: in C3 order, or with
+        `order` = (column of `sql.ORDERABLE`, ascending) by that column, blanks last
+        both ways, ties in C3 order (the explorer's table pages)."""
+        column, ascending = order if order is not None else (None, True)
+
+        def work(session: Session, target: sql.Target) -> pd.DataFrame:
+            statement = sql.ordered_page_statement(
+                query, self.taxonomy, target, offset, limit, column, ascending, _on_postgresql(session)
+            )
+            return frame_of(session.execute(statement).all())
+
+        return self._in_views(buyer_id, query, None, work, frame_of([]))
+
+    def near(
+        self, buyer_id: str, query: LineupQuery, ports: Sequence[str], spans: Sequence[tuple[int, int]]
+    ) -> pd.DataFrame:
+        """The result's rows at `ports` whose combined date (ns) lies in one of `spans`
+        (first, last), in C3 order: what a near-duplicate check of a page reads."""
+
+        def work(session: Session, target: sql.Target) -> pd.DataFrame:
+            return frame_of(session.execute(sql.near_statement(query, self.taxonomy, target, ports, spans)).all())
+
+        return self._in_views(buyer_id, query, None, work, frame_of([]))
+
+    def summary(self, buyer_id: str, query: LineupQuery) -> Summary:
+        """Totals of the whole result, computed in SQL in one read: tonnes per day and
+        commodity group, rows per other quantity unit, distinct vessels per port and
+        status (the explorer's charts). Its size follows the days, groups and ports of
+        the result, never its rows."""
+
+        def work(session: Session, target: sql.Target) -> Summary:
+            tonnes, units, statuses = [], {}, []
+            for part, day, a, b, c, value in session.execute(sql.summary_statement(query, self.taxonomy, target)):
+                if part == "tonnes":
+                    tonnes.append((int(day), a, float(value)))
+                elif part == "units":
+                    units[a] = int(value)
+                else:
+                    statuses.append((a, b, c, int(value)))
+            return Summary(
+                pd.DataFrame(tonnes, columns=["day", "group", "tonnes"]),
+                units,
+                pd.DataFrame(statuses, columns=["port_unlocode", "port_name", "status", "vessels"]),
+            )
+
+        return self._in_views(buyer_id, query, None, work, Summary.empty())
+
+    # ------------------------------------------------------------ views
+    def _in_views(
+        self,
+        buyer_id: str,
+        query: LineupQuery,
+        entitled: Sequence[FeedVersion] | None,
+        work: Callable[[Session, sql.Target], T],
+        empty: T,
+    ) -> T:
+        """`work(session, target)` over the current views of the buyer's visible feeds,
+        in one read transaction; views that are missing or behind are brought up to
+        date first (on the primary), and the read tried again."""
+        for _ in range(_TRIES):
+            try:
+                return self.reads.run(self._read, buyer_id, query, entitled, work, empty)
+            except ViewNotCurrent as missing:
+                upkeep.ensure(self.sessions, missing.key)
+        return self.reads.run(self._read, buyer_id, query, entitled, work, empty, True)
+
+    def _read(self, session, buyer_id, query, entitled, work, empty, stale_ok: bool = False):
+        feeds = visible_feeds(session, buyer_id, query.source, entitled)
+        if not feeds:
+            return empty
+        target = current_target(session, query.merge, feeds, stale_ok)
+        return work(session, target)
+
+
+def current_target(session: Session, mode: str, feeds: Sequence[FeedVersion], stale_ok: bool = False) -> sql.Target:
+    """The view holding `mode`'s rows of `feeds` at the feeds' versions. Raises
+    ViewNotCurrent when it is missing or behind (on a replica: ReplicaBehind, so that
+    the read goes to the primary, where views are built); `stale_ok` takes a ready
+    view as it is."""
+    versions = {feed.id: feed.data_version for feed in feeds}
+    key = upkeep.ViewKey.of(mode, versions)
+    hit = session.execute(
+        select(MergedView.id, MergedView.state, MergedView.versions, MergedView.max_span)
+        .where(MergedView.mode == mode, MergedView.feed_set == key.feed_set)
+    ).first()
+    if hit is None or hit.state != "ready" or (hit.versions != versions and not stale_ok):
+        if is_replica(session):
+            raise ReplicaBehind(f"the {mode} view of {len(key.feeds)} feeds is not current on the replica")
+        raise ViewNotCurrent(key)
+    return sql.Target(hit.id, int(hit.max_span or 0))
+
+
+def _on_postgresql(session: Session) -> bool:
+    return session.get_bind().dialect.name == "postgresql"
+
+
+def _not_found(row_id: str):
+    raise NotFound(f"No lineup row with id {row_id}")

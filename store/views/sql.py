@@ -1,0 +1,285 @@
+"""A lineup query (C3) as SQL over kept rows (`merged_rows`): row filters, `latest`, the
+C3 order and keyset pages (C4), on SQLite and PostgreSQL alike.
+
+- Filters: `port` is an equality, `country` an equality on the folded name,
+  `commodity` an IN list of taxonomy leaves (a group or subgroup name stands for its
+  leaves: a row's three commodity names all come from its one leaf, C6), `port_name`
+  a substring of the folded name, `from`/`to` an overlap of the row's schedule span
+  with the days. The date filter also bounds the sort key from below by the view's
+  longest span, so that it is an index range, not a scan.
+- `latest`: C3's "per (vessel, port) the latest among the filtered rows". Each view
+  marks the row that is the latest of its (vessel, port) among all its rows
+  (`is_top`). With no filter but `port` (which keeps or drops whole (vessel, port)
+  pairs), `latest` is exactly those rows: an index range. With other filters, a
+  top row that passes them is kept, and any other row that passes them is kept when
+  no row of its pair that passes the same filters ranks above it (a later
+  combined_date, any date over none; then a later updated_at; then a lower id): a
+  NOT EXISTS that probes an index, only for rows that are not top.
+- Order and pages: (sort_key, id), sort_key being combined_date in ns or the largest
+  int64 (dateless rows last); a page is the rows after the cursor's position, limit
+  + 1 of them (the extra one says whether another page follows).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import (
+    BigInteger, ColumnElement, Float, Select, String, and_, cast, exists, false, func, literal, null, or_, select, tuple_,
+    union_all,
+)
+from sqlalchemy.orm import aliased
+
+from store.views.query import LineupQuery, Position
+from store.database.schema import MergedRow
+from store.reference.taxonomy import Taxonomy
+from store.views.stored import LAST, READ_COLUMNS, fold
+
+_FIRST = np.iinfo(np.int64).min
+#: The columns a read takes (`READ_COLUMNS`), in that order.
+_READ = tuple(getattr(MergedRow, name) for name in READ_COLUMNS)
+_DAY_NS = 86_400 * 10**9
+
+
+@dataclass(frozen=True)
+class Target:
+    """The view a query reads and the longest span of its rows."""
+
+    view_id: int
+    max_span: int
+
+
+def _day_ns(day: dt.date) -> int:
+    """00:00 UTC of `day` in ns; days beyond what ns can hold saturate (C3 allows them)."""
+    try:
+        return int(pd.Timestamp(day.isoformat(), tz="UTC").value)
+    except (OverflowError, pd.errors.OutOfBoundsDatetime):
+        return _FIRST + 1 if day.year < 1970 else LAST - _DAY_NS
+
+
+def leaves_of(taxonomy: Taxonomy, names: Sequence[str]) -> list[str]:
+    """The leaf names a `commodity` filter matches: leaves whose own, subgroup or
+    group name equals one of `names`, ignoring case (C6)."""
+    wanted = {fold(name) for name in names}
+    return sorted(
+        leaf.name for leaf in taxonomy.leaves
+        if fold(leaf.name) in wanted or fold(leaf.subgroup) in wanted or fold(leaf.group) in wanted
+    )
+
+
+def filters(table, query: LineupQuery, taxonomy: Taxonomy, max_span: int, indexed: bool = True) -> list[ColumnElement]:
+    """The row filters of `query` (C3) on `table` (MergedRow or an alias of it).
+    `indexed=False` writes each term so that no index can serve it (`x + 0`,
+    `x || ''`: the same values), for probes that must go by another index."""
+    col = (lambda c: c) if indexed else (lambda c: c.concat("") if isinstance(c.type, String) else c + 0)
+    clauses: list[ColumnElement] = []
+    if query.port:
+        clauses.append(col(table.port_unlocode) == query.port.upper())
+    # No stored name holds a NUL character (nor can PostgreSQL take one as a
+    # parameter): a name with one matches nothing.
+    if query.country:
+        wanted = fold(query.country)
+        clauses.append(col(table.country_key) == wanted if "\x00" not in wanted else false())
+    if query.port_name:
+        wanted = fold(query.port_name)
+        clauses.append(col(table.port_name_key).contains(wanted, autoescape=True) if "\x00" not in wanted else false())
+    if query.commodity:
+        clauses.append(col(table.commodity_normalized).in_(leaves_of(taxonomy, query.commodity) or [""]))
+    if query.date_from or query.date_to:
+        clauses.append(table.combined_date.is_not(None))
+        if query.date_from:
+            start = _day_ns(query.date_from)
+            clauses.append(col(table.span_end) >= start)
+            clauses.append(col(table.sort_key) >= max(start - max_span, _FIRST))
+        if query.date_to:
+            clauses.append(col(table.sort_key) < _day_ns(query.date_to) + _DAY_NS)
+    return clauses
+
+
+def _rank(table) -> ColumnElement:
+    return func.coalesce(table.combined_date, literal(int(_FIRST)))
+
+
+def _not_beaten(row, query: LineupQuery, taxonomy: Taxonomy, target: Target) -> ColumnElement:
+    """C3's `latest` for the row `row`: no row of its (vessel, port) among the
+    filtered rows of the view ranks above it. The probe reads the pair by its index:
+    its filters are written so that no index serves them (planners otherwise walk a
+    date or port range for every row); `port` is left out, the pair has the row's."""
+    other = aliased(MergedRow)
+    above = or_(
+        _rank(other) > _rank(row),
+        and_(
+            _rank(other) == _rank(row),
+            or_(other.updated_at > row.updated_at, and_(other.updated_at == row.updated_at, other.id < row.id)),
+        ),
+    )
+    probe = (
+        select(literal(1))
+        .select_from(other)
+        .where(
+            other.view_id == target.view_id,
+            other.vessel_key == row.vessel_key,
+            other.port_unlocode == row.port_unlocode,
+            *filters(other, dataclasses.replace(query, port=None), taxonomy, target.max_span, indexed=False),
+            above,
+        )
+    )
+    return ~exists(probe)
+
+
+def _pair_filters_only(query: LineupQuery) -> bool:
+    """Whether every filter of `query` keeps or drops whole (vessel, port) pairs."""
+    return not (query.country or query.port_name or query.commodity or query.date_from or query.date_to)
+
+
+def _where(query: LineupQuery, taxonomy: Taxonomy, target: Target) -> list[ColumnElement]:
+    row = MergedRow
+    clauses = [row.view_id == target.view_id]
+    clauses += filters(row, query, taxonomy, target.max_span)
+    if query.latest:
+        if _pair_filters_only(query):
+            clauses.append(row.is_top == 1)
+        else:
+            clauses.append(or_(row.is_top == 1, _not_beaten(row, query, taxonomy, target)))
+    return clauses
+
+
+def _after(after: Position | None) -> list[ColumnElement]:
+    if after is None:
+        return []
+    date, row_id = after
+    key = LAST if date is None else int(date)
+    return [tuple_(MergedRow.sort_key, MergedRow.id) > tuple_(literal(key), literal(row_id))]
+
+
+def page_statement(
+    query: LineupQuery, taxonomy: Taxonomy, target: Target, after: Position | None, limit: int | None
+) -> Select:
+    """The rows (`READ_COLUMNS`, then sort_key) after `after`, in C3 order, at most
+    `limit` (None: all)."""
+    columns = [*_READ, MergedRow.sort_key]
+    statement = (
+        select(*columns)
+        .where(*_where(query, taxonomy, target), *_after(after))
+        .order_by(MergedRow.sort_key, MergedRow.id)
+    )
+    return statement.limit(limit) if limit is not None else statement
+
+
+def count_statement(query: LineupQuery, taxonomy: Taxonomy, target: Target) -> Select:
+    """How many rows the whole result of `query` has. With `latest` and filters that
+    cut into (vessel, port) pairs, that is how many pairs the filtered rows touch (C3
+    keeps exactly one row of each): counted without probing every row for a better
+    one of its pair (2.7 s instead of the probe's, at 1M records)."""
+    if query.latest and not _pair_filters_only(query):
+        # One text per pair (a LOCODE has five letters): an expression, so that no
+        # planner walks the (vessel, port) index for distinctness and reads every row
+        # of the view through it, instead of the filters' own range.
+        pair = MergedRow.port_unlocode + MergedRow.vessel_key
+        filtered = [MergedRow.view_id == target.view_id, *filters(MergedRow, query, taxonomy, target.max_span)]
+        return select(func.count(pair.distinct())).where(*filtered)
+    return select(func.count()).select_from(MergedRow).where(*_where(query, taxonomy, target))
+
+
+def position(sort_key: int, row_id: str) -> Position:
+    """The C4 keyset position of a row: [combined_date ns or None, id]."""
+    return [None if sort_key == LAST else int(sort_key), str(row_id)]
+
+
+# ---------------------------------------------------------------- the explorer's reads
+#: Columns a page can be ordered by besides the C3 order; text is compared case-blind.
+ORDERABLE = (
+    "vessel_name", "vessel_imo", "port_name", "country_name", "commodity_normalized", "operation", "quantity",
+    "quantity_unit", "eta", "etb", "etd", "vessel_status", "source_name", "updated_at",
+)
+_NUMERIC = frozenset({"quantity", "eta", "etb", "etd", "updated_at"})
+
+
+def ordered_page_statement(
+    query: LineupQuery, taxonomy: Taxonomy, target: Target, offset: int, limit: int,
+    column: str | None = None, ascending: bool = True, postgresql: bool = False,
+) -> Select:
+    """`limit` rows of the whole result from row `offset` on: in C3 order, or ordered
+    by `column` (of ORDERABLE), blanks last both ways, ties in C3 order. Text is
+    compared lower-cased, byte by byte on both back ends (PostgreSQL's "C"
+    collation, SQLite's default), so both give one order."""
+    columns = list(_READ)
+    order: list = []
+    if column is not None:
+        if column not in ORDERABLE:
+            raise ValueError(f"cannot order by {column!r}")
+        key = getattr(MergedRow, column)
+        if column not in _NUMERIC:
+            key = func.lower(key)
+            if postgresql:
+                key = key.collate("C")
+        order.append((key.asc() if ascending else key.desc()).nulls_last())
+    order += [MergedRow.sort_key, MergedRow.id]
+    return select(*columns).where(*_where(query, taxonomy, target)).order_by(*order).offset(offset).limit(limit)
+
+
+def near_statement(
+    query: LineupQuery, taxonomy: Taxonomy, target: Target, ports: Sequence[str], spans: Sequence[tuple[int, int]]
+) -> Select:
+    """The result's rows at `ports` whose combined date (ns) lies in one of `spans`
+    (first, last), in C3 order: the rows that could be a near-duplicate of a page's."""
+    columns = list(_READ)
+    if not ports or not spans:
+        return select(*columns).where(false())
+    within = or_(*(MergedRow.sort_key.between(first, last) for first, last in spans))
+    return (
+        select(*columns)
+        .where(*_where(query, taxonomy, target), MergedRow.port_unlocode.in_(sorted(set(ports))), within)
+        .order_by(MergedRow.sort_key, MergedRow.id)
+    )
+
+
+def summary_statement(query: LineupQuery, taxonomy: Taxonomy, target: Target) -> Select:
+    """The charts' totals of the whole result in one pass over it: the result's rows
+    are chosen once (a materialised CTE: with `latest`, the probe runs once per row,
+    not once per total), then totalled three ways. Rows of (part, day, a, b, c, value):
+
+    - ("tonnes", day since the epoch, commodity group, -, -, tonnes): the quantities
+      in `MT` of dated rows, summed per day and group;
+    - ("units", -, unit, -, -, rows): rows with a quantity in another unit, or none;
+    - ("vessels", -, port LOCODE, port name, vessel status, distinct vessels): a row
+      without a vessel key counts no vessel."""
+    row = MergedRow
+    chosen = (
+        select(
+            row.combined_date, row.commodity_normalized_group, row.quantity, row.quantity_unit,
+            row.port_unlocode, row.port_name, row.vessel_status, row.vessel_key,
+        )
+        .where(*_where(query, taxonomy, target))
+        .cte("chosen")
+        .prefix_with("MATERIALIZED")
+    )
+    c = chosen.c
+    no_text, no_day = cast(null(), String), cast(null(), BigInteger)
+    day = c.combined_date // _DAY_NS
+    tonnes = (
+        select(
+            literal("tonnes", String).label("part"), day.label("day"), c.commodity_normalized_group.label("a"),
+            no_text.label("b"), no_text.label("c"), cast(func.sum(c.quantity), Float).label("value"),
+        )
+        .where(c.quantity_unit == "MT", c.combined_date.is_not(None), c.quantity.is_not(None))
+        .group_by(day, c.commodity_normalized_group)
+    )
+    units = (
+        select(literal("units", String), no_day, c.quantity_unit, no_text, no_text, cast(func.count(), Float))
+        .where(c.quantity.is_not(None), or_(c.quantity_unit.is_(None), c.quantity_unit != "MT"))
+        .group_by(c.quantity_unit)
+    )
+    vessels = (
+        select(
+            literal("vessels", String), no_day, c.port_unlocode, c.port_name, c.vessel_status,
+            cast(func.count(func.nullif(c.vessel_key, "").distinct()), Float),
+        )
+        .group_by(c.port_unlocode, c.port_name, c.vessel_status)
+    )
+    return union_all(tonnes, units, vessels)

@@ -1,0 +1,532 @@
+"""Keeping merged views in the database: build, bring up to date, drop (issue 15).
+
+A view is one kept merge (`store.database.schema.MergedView`): `merge=all` or `merge=by_source`
+over a set of feeds (a buyer's visible feeds, or one feed for `source`). Its `versions` are the feeds' `data_version`s its
+rows reflect. Whatever changes records notes, in the same transaction, the (vessel
+key, port) pairs it touched (`note_changes`, table `vessel_changes`); bringing a view
+up to date then merges again only the records of those pairs and replaces their rows:
+
+    merge(records) == rows of untouched pairs + merge(records of touched pairs)
+
+because a merge group never crosses a merge key (C2.2: vessel key + port + commodity
+key), and a pair holds whole merge keys; `latest` (C3) ranks rows within a pair too,
+so the pair's `is_top` marks come out of the same merge. In an `all` view the vessel
+key is resolved (issue 19 rule 1: a name-only record is the one IMO its name carries
+among the view's records), so the touched pairs are widened to the names' other pairs
+and IMO keys (`_Merges.widened`, with the `link`s a change notes) and merged with the
+whole view's identities. A change too large to list
+(more than `LISTED_PAIRS`), a log that does not reach back to the view's versions, or
+more than `INCREMENTAL_SHARE` of the view's rows to redo: the view is merged afresh.
+
+Who does the work, single flight across processes:
+- an ingest or a commodity mapping brings every view of its feeds up to date in its
+  own transaction (`refresh_feeds`), so that readers see the old rows or the new
+  ones, never a mix, and never a view behind the records;
+- a reader that finds its view missing or behind calls `ensure`: the first process
+  claims the view in the database (`claimed_at`), builds it in one transaction and
+  releases it; the others wait for it. A claim older than `CLAIM_TIMEOUT_S` (a
+  process that died) is taken over;
+- a subscription change builds the buyer's views at once (`ensure_buyer`), and drops
+  views no buyer can read any longer after `RETENTION` (`prune`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import pandas as pd
+from sqlalchemy import delete, exc as sa_exc, func, insert, select, text, tuple_, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from store.merging import columns, merge
+from store.access.accounts import ENTITLED
+from store.database.db import transaction
+from store.fields import utcnow
+from store.merging.merge_plan import NAT, nanos
+from store.merging.records import load_identities, load_records, load_records_where, name_keys_of
+from store.merging.resolve import Identities
+from store.database.schema import Buyer, Feed, MergedRow, MergedView, Record, Subscription, VesselChange
+from store.views.stored import insert_rows, table_rows
+
+log = logging.getLogger("lineups.views")
+
+MODES = ("all", "by_source")
+#: Pairs listed per change of a feed; a larger change is noted as "everything".
+LISTED_PAIRS = 20_000
+#: Above this share of a view's rows to merge again, a fresh merge is the cheaper way.
+INCREMENTAL_SHARE = 0.25
+#: A claim this old belongs to a process that died: another may take the view over.
+CLAIM_TIMEOUT_S = 600.0
+#: How long a reader waits for another process's build before giving up.
+WAIT_S = 300.0
+#: Views no buyer can read are dropped this long after they became unused.
+RETENTION = dt.timedelta(days=1)
+#: A view written whole is analysed afresh when it holds at least 1/ANALYZE_SHARE of
+#: the kept rows.
+ANALYZE_SHARE = 10
+#: Pairs per IN list (two parameters each; SQLite allows 32,766, PostgreSQL 65,535).
+_IN_CHUNK = 5_000
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class ViewKey:
+    """Which view: the merge mode and the sorted ids of its feeds."""
+
+    mode: str
+    feeds: tuple[str, ...]
+
+    @property
+    def feed_set(self) -> str:
+        return hashlib.sha256(",".join(self.feeds).encode()).hexdigest()
+
+    @classmethod
+    def of(cls, mode: str, feed_ids: Iterable[str]) -> "ViewKey":
+        if mode not in MODES:
+            raise ValueError(f"merge mode must be one of {MODES}, not {mode!r}")
+        return cls(mode, tuple(sorted(set(feed_ids))))
+
+
+# ---------------------------------------------------------------- the change log
+def note_changes(session: Session, feed_id: str, version: int, pairs: Iterable[tuple[str | None, str]]) -> None:
+    """Note that the change making `feed_id`'s data `version` touched the records of
+    the (vessel key, port) `pairs` (before and after the change). Every change that
+    bumps a feed's `data_version` calls this in the same transaction."""
+    touched = sorted({(vessel or "", port) for vessel, port in pairs}, key=lambda pair: (pair[0], pair[1] or ""))
+    rows = [{"feed_id": feed_id, "version": version, "vessel_key": v, "port_unlocode": p} for v, p in touched]
+    if len(rows) > LISTED_PAIRS:  # "everything": views of the feed are merged afresh
+        rows = [{"feed_id": feed_id, "version": version, "vessel_key": None, "port_unlocode": None}]
+    if not rows:  # the version moved but touched nothing: the log stays complete
+        rows = [{"feed_id": feed_id, "version": version, "vessel_key": "", "port_unlocode": None}]
+    session.execute(insert(VesselChange), rows)
+
+
+def link(imo_key: str, name_key: str) -> tuple[str, None]:
+    """The change-log entry "a record with IMO `imo_key` is named `name_key`" (issue 19
+    rule 5), noted beside the pairs by a change of such a record, before and after:
+    a `LINK:` vessel key without a port (it fits: names are at most 200 characters)."""
+    return f"LINK:{imo_key}:{name_key.removeprefix('NAME:')}", None
+
+
+def _link_parts(entry: str) -> tuple[str, str]:
+    imo, name = entry.removeprefix("LINK:").split(":", 1)
+    return imo, "NAME:" + name
+
+
+def _touched(session: Session, view: MergedView, current: dict[str, int]) -> set[Pair] | None:
+    """The (vessel key, port) pairs changed in the view's feeds since its versions;
+    None when that is not known (a feed new to the view, a change too large to list,
+    a log that does not reach back), so that the view must be merged afresh."""
+    touched: set[Pair] = set()
+    for feed_id in view.feeds:
+        since, now = view.versions.get(feed_id), current.get(feed_id)
+        if since is None or now is None:
+            return None
+        if since == now:
+            continue
+        rows = session.execute(
+            select(VesselChange.version, VesselChange.vessel_key, VesselChange.port_unlocode).where(
+                VesselChange.feed_id == feed_id, VesselChange.version > since, VesselChange.version <= now
+            )
+        ).all()
+        if {version for version, _, _ in rows} != set(range(since + 1, now + 1)):
+            return None
+        for _, vessel, port in rows:
+            if vessel is None:
+                return None
+            if port is not None or vessel.startswith("LINK:"):
+                touched.add((vessel, port))
+    return touched
+
+
+def _prune_log(session: Session, feed_ids: Iterable[str]) -> None:
+    """Forget changes that every view of the feed already reflects."""
+    views = session.execute(select(MergedView.feeds, MergedView.versions)).all()
+    for feed_id in feed_ids:
+        seen = [versions.get(feed_id, 0) for feeds, versions in views if feed_id in feeds]
+        floor = min(seen) if seen else None
+        clause = VesselChange.feed_id == feed_id
+        if floor is not None:
+            clause = clause & (VesselChange.version <= floor)
+        session.execute(delete(VesselChange).where(clause))
+
+
+# ---------------------------------------------------------------- doing the work
+def _current_versions(session: Session, feed_ids: Sequence[str]) -> dict[str, int]:
+    return dict(session.execute(select(Feed.id, Feed.data_version).where(Feed.id.in_(list(feed_ids)))).all())
+
+
+class _Merges:
+    """The merges of the views brought up to date in one transaction, sharing the
+    work: each feed's records (all of them, or those of one set of touched pairs) are
+    loaded once, and each feed's `by_source` rows merged once (C2.6: a `by_source`
+    view is the union of its feeds' own merges), however many views hold the feed."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        #: (touched pairs or None for all records, feed id) -> records / by_source rows
+        self._records: dict[tuple, pd.DataFrame] = {}
+        self._by_source: dict[tuple, pd.DataFrame] = {}
+
+    def rows(
+        self, view: MergedView, pairs: frozenset[Pair] | None = None, identities: Identities | None = None
+    ) -> pd.DataFrame:
+        """The merged rows of `view` from the current records: all of them, or only
+        those of the (vessel key, port) `pairs`, resolved with `identities` (issue 19
+        rule 1: the whole view's, when only some pairs are merged)."""
+        self._load(view.feeds, pairs)
+        records = [(f, self._records[(pairs, f)]) for f in view.feeds if len(self._records[(pairs, f)])]
+        if not records:
+            return merge.merge(load_records(self.session, []), view.mode)
+        if view.mode == "by_source":
+            return columns.concat([self._by_source_rows(pairs, f, r) for f, r in records])
+        return merge.merge(columns.concat([r for _, r in records]), "all", identities)
+
+    def widened(self, view: MergedView, touched: set[Pair]) -> tuple[set[Pair], frozenset[Pair], Identities]:
+        """For an `all` view (issue 19 rule 1, rule 5): the pairs whose rows to replace,
+        the pairs whose records to merge for them, and the identities those records
+        are resolved with (those of the whole view for every name among them).
+
+        A name-only record's vessel key depends on which IMO numbers its name carries
+        among the view's records, so a change that touches a name N (a name-only
+        record, or the name of a record with an IMO number: ingest notes a `link`)
+        may move every name-only record of N, at every port where N has such records,
+        between the key N and the IMO keys N carries now or carried before. The IMO N
+        carried before is among those it carries now or one linked to N by the change
+        (the record that gave it changed). Rows keyed by an IMO hold the name-only
+        records resolved to it: those are merged with them. Every lookup goes by
+        index (`records.name_key`, `records.vessel_key`)."""
+        names: dict[str, set[str]] = {}
+        linked: dict[str, set[str]] = {}
+        for vessel, port in touched:
+            if port is None:  # a link (`link`)
+                imo, name = _link_parts(vessel)
+                linked.setdefault(name, set()).add(imo)
+                names.setdefault(name, set())
+            elif vessel.startswith("NAME:"):
+                names.setdefault(vessel, set()).add(port)
+        identities = load_identities(self.session, view.feeds, names)
+        replaced = {(vessel, port) for vessel, port in touched if port is not None}
+        for name, ports in self._name_ports(view.feeds, sorted(names)).items():
+            names[name] |= ports
+        for name, ports in names.items():
+            candidates = set(identities.imos(name)) | linked.get(name, set())
+            for port in ports:
+                replaced.add((name, port))
+                replaced.update((imo, port) for imo in candidates)
+        # The names resolved to the IMO keys of the replaced rows: among the names
+        # the records of those IMO numbers carry.
+        imos = {vessel for vessel, _ in replaced if vessel.startswith("IMO")}
+        others = name_keys_of(self.session, view.feeds, imos) - set(names) if imos else set()
+        if others:
+            identities = identities.union(load_identities(self.session, view.feeds, others))
+        names_of = identities.names_of()
+        loaded = set(replaced)
+        for vessel, port in replaced:
+            loaded.update((name, port) for name in names_of.get(vessel, ()))
+        return replaced, frozenset(loaded), identities
+
+    def _name_ports(self, feed_ids: Sequence[str], names: list[str]) -> dict[str, set[str]]:
+        """{name key: the ports where the feeds have served records under that key}."""
+        out: dict[str, set[str]] = {}
+        for chunk in _chunks(names):
+            for vessel, port in self.session.execute(
+                select(Record.vessel_key, Record.port_unlocode)
+                .where(Record.feed_id.in_(list(feed_ids)), Record.vessel_key.in_(chunk), Record.commodity.is_not(None))
+                .distinct()
+            ):
+                out.setdefault(vessel, set()).add(port)
+        return out
+
+    def _by_source_rows(self, pairs, feed_id: str, records: pd.DataFrame) -> pd.DataFrame:
+        if (pairs, feed_id) not in self._by_source:
+            self._by_source[(pairs, feed_id)] = merge.merge(records, "by_source")
+        return self._by_source[(pairs, feed_id)]
+
+    def _load(self, feed_ids: Sequence[str], pairs: frozenset[Pair] | None) -> None:
+        missing = [f for f in feed_ids if (pairs, f) not in self._records]
+        if not missing:
+            return
+        if pairs is None:
+            records = load_records(self.session, missing)
+        else:
+            chunks = [tuple_(Record.vessel_key, Record.port_unlocode).in_(c) for c in _chunks(sorted(pairs))]
+            records = load_records_where(self.session, missing, chunks)
+        source = records["source_id"].astype(object).to_numpy()
+        for feed_id in missing:
+            self._records[(pairs, feed_id)] = records[source == feed_id].reset_index(drop=True)
+
+
+def _bring_up_to_date(session: Session, view: MergedView, merges: _Merges | None = None) -> str:
+    """Make `view` reflect its feeds' current records, in `session`'s transaction;
+    returns what was done ("current", "incremental" or "full"). The caller holds the
+    view (a claim, or the ingest's row lock); `merges` shares loads and merges
+    between the views of one transaction."""
+    with _page_cache(session):
+        return _update(session, view, merges or _Merges(session))
+
+
+@contextmanager
+def _page_cache(session: Session, mib: int = 256):
+    """On SQLite, a page cache of `mib` for the writes of a build (the table's five
+    indexes are written all over; the default 2 MiB makes it read pages again and
+    again), back to the default after, so that pooled connections stay small."""
+    sqlite = session.connection().dialect.name == "sqlite"
+    if sqlite:
+        session.execute(text(f"PRAGMA cache_size = -{mib * 1024}"))
+    try:
+        yield
+    finally:
+        if sqlite:
+            session.execute(text("PRAGMA cache_size = -2000"))
+
+
+def _update(session: Session, view: MergedView, merges: _Merges) -> str:
+    current = _current_versions(session, view.feeds)  # read before the records: never ahead of them
+    if view.state == "ready" and view.versions == current:
+        return "current"
+    touched = _touched(session, view, current) if view.state == "ready" else None
+    loaded, identities = None, None
+    if touched and view.mode == "all":  # issue 19 rule 5: names move between keys
+        touched, loaded, identities = merges.widened(view, touched)
+    elif touched:
+        touched = {(vessel, port) for vessel, port in touched if port is not None}
+    how = "full"
+    if touched is not None and len(touched) <= INCREMENTAL_SHARE * max(view.row_count, 1):
+        _merge_pairs(session, view, touched, merges, loaded, identities)
+        how = "incremental"
+    else:
+        session.execute(delete(MergedRow).where(MergedRow.view_id == view.id))
+        _write(session, view, merges.rows(view), replace=True)
+        _analyze(session, view.row_count)
+    view.versions, view.state, view.built_at = current, "ready", _now()
+    session.flush()
+    return how
+
+
+def _analyze(session: Session, written: int) -> None:
+    """Fresh planner statistics of `merged_rows` after a view of `written` rows was
+    written whole, when there are none yet or the view is at least
+    1/`ANALYZE_SHARE` of the table (a small view's rows barely move the statistics,
+    and the analysis reads the whole table: a one-feed view rebuilt by a daily update
+    would pay 1–6 s for it).
+    Without them both planners probe `latest`'s (vessel, port) pairs through the
+    primary key, a scan of the view per row (63 s instead of 0.1 s for one page of
+    100,000 records). On SQLite every row is read (1.8 s for 1.6M rows): a sample
+    (`analysis_limit`) reads the first rows of each index, all of one view and one
+    port, and told the planner that a port or commodity selects nothing, so that
+    filtered reads walked the whole date range instead (60 random questions at 1M
+    records: pages p90 126 → 51 ms, the explorer's totals median 503 → 350 ms)."""
+    sqlite = session.connection().dialect.name == "sqlite"
+    total = int(session.scalar(select(func.coalesce(func.sum(MergedView.row_count), 0))) or 0)
+    if written * ANALYZE_SHARE < total and (not sqlite or _has_statistics(session)):
+        return
+    if sqlite:
+        session.execute(text("PRAGMA analysis_limit = 0"))
+    session.execute(text("ANALYZE merged_rows"))
+
+
+def _has_statistics(session: Session) -> bool:
+    """Whether SQLite holds planner statistics of `merged_rows` (PostgreSQL's own
+    autovacuum analyses a table that changed)."""
+    try:
+        return session.execute(text("SELECT 1 FROM sqlite_stat1 WHERE tbl = 'merged_rows' LIMIT 1")).first() is not None
+    except sa_exc.OperationalError:  # no ANALYZE ever ran: no sqlite_stat1 table
+        return False
+
+
+def _merge_pairs(
+    session: Session,
+    view: MergedView,
+    touched: set[Pair],
+    merges: _Merges,
+    loaded: frozenset[Pair] | None = None,
+    identities: Identities | None = None,
+) -> None:
+    """Merge again the records of the `touched` (vessel key, port) pairs and replace
+    their rows; `loaded`, when given, are the pairs whose records make those rows
+    (issue 19: name-only records resolved to an IMO), `identities` the view's."""
+    if not touched:
+        return
+    pairs = sorted(touched)
+    rows = merges.rows(view, loaded if loaded is not None else frozenset(touched), identities)
+    removed = 0
+    for chunk in _chunks(pairs):
+        removed += session.execute(
+            delete(MergedRow).where(MergedRow.view_id == view.id, tuple_(MergedRow.vessel_key, MergedRow.port_unlocode).in_(chunk))
+        ).rowcount
+    view.row_count -= removed
+    _write(session, view, rows, replace=False)
+
+
+def _write(session: Session, view: MergedView, rows: pd.DataFrame, replace: bool) -> None:
+    columns, values = table_rows(view.id, rows)
+    written = insert_rows(session.connection(), columns, values)
+    view.row_count = written if replace else view.row_count + written
+    if len(rows):
+        start, end = nanos(rows["combined_date"]), nanos(rows["_span_end"])
+        dated = (start != NAT) & (end != NAT)
+        span = int((end[dated] - start[dated]).max()) if dated.any() else 0
+        view.max_span = max(0 if replace else view.max_span, span)
+
+
+def _chunks(items: list, size: int = _IN_CHUNK) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _now() -> dt.datetime:
+    return utcnow().replace(tzinfo=None)
+
+
+# ---------------------------------------------------------------- entry points
+def refresh_feeds(session: Session, feed_ids: Sequence[str]) -> dict[str, int]:
+    """Bring every built view that contains one of `feed_ids` up to date, in the
+    caller's transaction (an ingest's or a commodity mapping's, after its records are
+    written and its changes noted). Views are locked in id order, so that concurrent
+    ingests never deadlock. Returns how many views were refreshed each way."""
+    wanted = set(feed_ids)
+    done = {"incremental": 0, "full": 0, "current": 0}
+    ids = [
+        view_id
+        for view_id, feeds in session.execute(
+            select(MergedView.id, MergedView.feeds).where(MergedView.state == "ready").order_by(MergedView.id)
+        )
+        if wanted & set(feeds)
+    ]
+    merges = _Merges(session)
+    for view_id in ids:
+        view = session.get(MergedView, view_id, with_for_update=True, populate_existing=True)
+        if view is not None:
+            done[_bring_up_to_date(session, view, merges)] += 1
+    _prune_log(session, wanted)
+    return done
+
+
+def ensure(sessions: sessionmaker[Session], key: ViewKey, wait: float = WAIT_S) -> int:
+    """The id of the view `key`, current: built or brought up to date by this call,
+    or by another process while this one waits. Raises TimeoutError when another
+    process holds the view for longer than `wait` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        view_id, claimed = _claim(sessions, key)
+        if claimed:
+            return _build(sessions, view_id)
+        if view_id is not None and _is_current(sessions, view_id):
+            return view_id
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the {key.mode} view of {len(key.feeds)} feeds is still being built by another process")
+        time.sleep(0.05)
+
+
+def _claim(sessions: sessionmaker[Session], key: ViewKey) -> tuple[int | None, bool]:
+    """`(view id, whether this process now holds it)`: a missing view is made and
+    claimed; a view that is behind is claimed unless another process holds it."""
+    now = _now()
+    stale = now - dt.timedelta(seconds=CLAIM_TIMEOUT_S)
+    try:
+        with transaction(sessions) as session:
+            view = session.scalar(select(MergedView).where(MergedView.mode == key.mode, MergedView.feed_set == key.feed_set))
+            if view is None:
+                view = MergedView(
+                    mode=key.mode, feed_set=key.feed_set, feeds=list(key.feeds), versions={}, state="building",
+                    max_span=0, row_count=0, claimed_at=now,
+                )
+                session.add(view)
+                session.flush()
+                return view.id, True
+            if view.state == "ready" and view.versions == _current_versions(session, view.feeds):
+                return view.id, False
+            taken = session.execute(
+                update(MergedView)
+                .where(MergedView.id == view.id)
+                .where((MergedView.claimed_at.is_(None)) | (MergedView.claimed_at < stale))
+                .values(claimed_at=now, unused_since=None)
+            ).rowcount
+            return view.id, bool(taken)
+    except sa_exc.IntegrityError:  # another process made it first: wait for that one
+        return None, False
+
+
+def _build(sessions: sessionmaker[Session], view_id: int) -> int:
+    started = time.perf_counter()
+    try:
+        with transaction(sessions) as session:
+            # The first statement writes: on SQLite it takes the write lock before
+            # the records are read, so that no ingest commits in between.
+            session.execute(update(MergedView).where(MergedView.id == view_id).values(claimed_at=_now()))
+            view = session.get(MergedView, view_id, with_for_update=True, populate_existing=True)
+            how = _bring_up_to_date(session, view)
+            view.claimed_at = None
+            rows = view.row_count
+        log.info("View %d (%s) brought up to date (%s): %d rows in %.2f s", view_id, view.mode, how, rows, time.perf_counter() - started)
+    except BaseException:
+        with transaction(sessions) as session:
+            session.execute(update(MergedView).where(MergedView.id == view_id).values(claimed_at=None))
+        raise
+    return view_id
+
+
+def _is_current(sessions: sessionmaker[Session], view_id: int) -> bool:
+    with transaction(sessions) as session:
+        view = session.get(MergedView, view_id)
+        return view is not None and view.state == "ready" and view.versions == _current_versions(session, view.feeds)
+
+
+def buyer_view_keys(session: Session, buyer_id: str) -> list[ViewKey]:
+    """The views a buyer's reads over all their feeds need: `all` first (the default
+    page), then `by_source`."""
+    feed_ids = list(
+        session.scalars(
+            select(Subscription.feed_id).where(Subscription.buyer_id == buyer_id, Subscription.status.in_(ENTITLED))
+        )
+    )
+    return [ViewKey.of(mode, feed_ids) for mode in MODES] if feed_ids else []
+
+
+def ensure_buyer(sessions: sessionmaker[Session], buyer_id: str) -> int:
+    """Build (or bring up to date) the views of a buyer's default reads, so that
+    their next page is read, not merged; returns how many views that is. For after a
+    subscription change, once it is committed."""
+    with transaction(sessions) as session:
+        keys = buyer_view_keys(session, buyer_id)
+    for key in keys:
+        ensure(sessions, key)
+    return len(keys)
+
+
+def prune(session: Session, retention: dt.timedelta = RETENTION) -> int:
+    """Mark views that no active buyer can read (no buyer sees exactly that set of
+    feeds for an `all` view; none is entitled to the feed of a one-feed view) as
+    unused, and drop those unused for longer than `retention`; returns how many were
+    dropped. Views in use again lose their mark."""
+    rows = session.execute(
+        select(Subscription.buyer_id, Subscription.feed_id)
+        .join(Buyer, Buyer.id == Subscription.buyer_id)
+        .where(Subscription.status.in_(ENTITLED), Buyer.status == "active")
+    ).all()
+    sets: dict[str, set[str]] = {}
+    for buyer_id, feed_id in rows:
+        sets.setdefault(buyer_id, set()).add(feed_id)
+    in_use = {ViewKey.of("all", feeds).feed_set for feeds in sets.values()}
+    single = {feed_id for _, feed_id in rows}
+    in_use |= {ViewKey.of("all", [feed_id]).feed_set for feed_id in single}
+    now, dropped = _now(), 0
+    for view in session.scalars(select(MergedView)):
+        used = view.feed_set in in_use
+        if used:
+            view.unused_since = None
+        elif view.unused_since is None:
+            view.unused_since = now
+        elif now - view.unused_since >= retention and view.claimed_at is None:
+            session.execute(delete(MergedRow).where(MergedRow.view_id == view.id))
+            session.delete(view)
+            dropped += 1
+    session.flush()
+    return dropped
