@@ -11,6 +11,12 @@ Keyboard: the screen tabs open with Enter or Space, and each table row takes foc
 (Tab) and opens its detail with Enter or Space, as a click does. A checkbox's text
 toggles it, as a label would. Panel draws every
 component in its own shadow root, so the rows are found by walking them.
+
+Tables in step with their data: Panel's Tabulator (1.9.4) drops a data update
+that reaches a table still being built (its `setData` returns early until
+Tabulator's asynchronous `tableBuilt`). On a busy machine the first page of rows
+could arrive in that window, and the buyer saw the row count over an empty table.
+The page remembers such a dropped update and applies it once the table is built.
 """
 
 from __future__ import annotations
@@ -19,10 +25,39 @@ from panel.custom import JSComponent
 
 
 class ConnectionBanner(JSComponent):
-    """Hidden until the connection to the server is lost."""
+    """Hidden until the connection to the server is lost; also sets up the page's
+    keyboard use and keeps its tables in step with their data."""
 
     _esm = """
+    // Panel's DataTabulatorView.setData returns early while the table is being built;
+    // apply the data it dropped when Tabulator reports the table built.
+    function keepTablesInStep() {
+      const model = window.Bokeh?.Models.get("panel.models.tabulator.DataTabulator")
+      const proto = model?.prototype.default_view?.prototype
+      if (proto == null || proto.lineupsInStep) return
+      if (typeof proto.setData !== "function" || typeof proto.tableBuilt !== "function") {
+        console.warn("lineups: Panel's Tabulator changed; tables are not kept in step with their data")
+        return
+      }
+      proto.lineupsInStep = true
+      const setData = proto.setData
+      const tableBuilt = proto.tableBuilt
+      proto.setData = function (...args) {
+        if (this._initializing || this._building || !this.tabulator?.initialized) this.lineupsDropped = true
+        return setData.apply(this, args)
+      }
+      proto.tableBuilt = function (...args) {
+        const built = tableBuilt.apply(this, args)
+        if (this.lineupsDropped) {
+          this.lineupsDropped = false
+          void this.setData().then(() => this.postUpdate())
+        }
+        return built
+      }
+    }
+
     export function render({ view, el }) {
+      keepTablesInStep()
       const bar = document.createElement("div")
       bar.className = "offline-banner"
       bar.setAttribute("role", "alert")

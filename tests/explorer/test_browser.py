@@ -220,6 +220,26 @@ def test_a_revoked_key_sends_the_browser_to_the_login_page(page, served):
     expect(page.locator(".notice")).to_contain_text("Your session has ended")
 
 
+def test_rows_that_reach_a_table_still_being_built_are_drawn(page, served):
+    """Panel's Tabulator drops a data update that reaches a table still being built
+    (CI, 2026-11-25: the first page arrived in that window on a busy machine, and the
+    buyer saw "3,903 rows" over an empty table). Rebuild the lineups table as Panel
+    does when its configuration changes, and hand it fewer rows before Tabulator has
+    built it: the page draws those rows, not the ones it was built with."""
+    sign_in(page, served, "/explorer?source=all")
+    drawn = page.evaluate("""async () => {
+      const root = Object.values(Bokeh.index)[0]
+      const view = root.owner.query_one(v => v.tabulator !== undefined && v.model.css_classes.includes("lineups-table"))
+      const fewer = Object.fromEntries(
+        Object.entries(view.model.source.data).map(([name, values]) => [name, Array.from(values).slice(0, 7)]))
+      view.invalidate_render()          // a new Tabulator, built on a later turn
+      view.model.source.data = fewer    // arrives before it is built
+      await new Promise((done) => setTimeout(done, 2000))
+      return [view.tabulator.getDataCount(), view.shadow_el.querySelectorAll(".tabulator-row").length]
+    }""")
+    assert drawn == [7, 7]
+
+
 def _assert_revoked(served, url: str) -> None:
     from store.access import links
     from store.errors import Unauthorized
