@@ -16,7 +16,8 @@ Tables in step with their data: Panel's Tabulator (1.9.4) drops a data update
 that reaches a table still being built (its `setData` returns early until
 Tabulator's asynchronous `tableBuilt`). On a busy machine the first page of rows
 could arrive in that window, and the buyer saw the row count over an empty table.
-The page remembers such a dropped update and applies it once the table is built.
+Every table is given its model's data again once it is built (and, since this
+code loads after the first tables are drawn, the tables already built once more).
 """
 
 from __future__ import annotations
@@ -29,30 +30,31 @@ class ConnectionBanner(JSComponent):
     keyboard use and keeps its tables in step with their data."""
 
     _esm = """
-    // Panel's DataTabulatorView.setData returns early while the table is being built;
-    // apply the data it dropped when Tabulator reports the table built.
+    // Panel's DataTabulatorView.setData returns early while its table is being built
+    // (until Tabulator's asynchronous tableBuilt), and that data never reaches the table.
+    // This module loads with the page's first component, often after the tables are
+    // drawn: tables built from now on take their model's data once built, and those
+    // already built take it again now.
     function keepTablesInStep() {
       const model = window.Bokeh?.Models.get("panel.models.tabulator.DataTabulator")
-      const proto = model?.prototype.default_view?.prototype
-      if (proto == null || proto.lineupsInStep) return
-      if (typeof proto.setData !== "function" || typeof proto.tableBuilt !== "function") {
+      const View = model?.prototype.default_view
+      if (View == null || View.prototype.lineupsInStep) return
+      if (typeof View.prototype.setData !== "function" || typeof View.prototype.tableBuilt !== "function") {
         console.warn("lineups: Panel's Tabulator changed; tables are not kept in step with their data")
         return
       }
-      proto.lineupsInStep = true
-      const setData = proto.setData
-      const tableBuilt = proto.tableBuilt
-      proto.setData = function (...args) {
-        if (this._initializing || this._building || !this.tabulator?.initialized) this.lineupsDropped = true
-        return setData.apply(this, args)
-      }
-      proto.tableBuilt = function (...args) {
+      View.prototype.lineupsInStep = true
+      const tableBuilt = View.prototype.tableBuilt
+      const refill = (table) => void table.setData().then(() => table.postUpdate())
+      View.prototype.tableBuilt = function (...args) {
         const built = tableBuilt.apply(this, args)
-        if (this.lineupsDropped) {
-          this.lineupsDropped = false
-          void this.setData().then(() => this.postUpdate())
-        }
+        refill(this)
         return built
+      }
+      for (const root of Object.values(window.Bokeh.index)) {
+        for (const table of root.owner.query((v) => v instanceof View)) {
+          if (table.tabulator?.initialized && !table._building) refill(table)
+        }
       }
     }
 

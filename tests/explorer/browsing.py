@@ -164,8 +164,35 @@ def sign_in(page, served, path: str = "/explorer", key: str | None = None, rows:
     started = time.perf_counter()
     page.click("button[type=submit]")
     # Generous: on a shared 2-core machine under load a cold first view has taken 20 s.
-    page.locator(".lineups-table .tabulator-row" if rows else ".lineups-table").first.wait_for(state="visible", timeout=45_000)
+    try:
+        page.locator(".lineups-table .tabulator-row" if rows else ".lineups-table").first.wait_for(state="visible", timeout=45_000)
+    except Exception as error:
+        pytest.fail(f"no rows on screen after signing in to {path}: {error}\n{page_state(page, served)}", pytrace=False)
     return time.perf_counter() - started
+
+
+#: Each table's rows in its model and in Tabulator, and whether it is being built.
+_TABLES = """() => {
+  const out = []
+  for (const root of Object.values(window.Bokeh?.index ?? {}))
+    for (const v of root.owner.query((v) => v.tabulator !== undefined))
+      out.push({classes: v.model.css_classes, model_rows: v.model.source.get_length(),
+                tabulator_rows: v.tabulator?.getDataCount(), built: v.tabulator?.initialized,
+                building: v._building, initializing: v._initializing})
+  return out
+}"""
+
+
+def page_state(page, served) -> str:
+    """What a failed wait saw: the row count on screen, the tables, the server's log."""
+    try:
+        counts = page.locator(".row-count p").all_inner_texts()
+        tables = page.evaluate(_TABLES)
+    except Exception as error:  # the page itself is gone
+        counts, tables = [], f"(page unreadable: {error})"
+    server = served.get("server")
+    log = server.log()[-3000:] if server is not None else ""
+    return f"row count on screen: {counts}\ntables: {tables}\nserver log (end):\n{log}"
 
 
 def open_tab(page, name: str) -> None:
