@@ -257,7 +257,7 @@ def _provenance_schema() -> dict[str, Any]:
             },
             "resolutions": {
                 "type": "array",
-                "description": "What the merge resolved (issue 19): a record without an IMO number merged "
+                "description": "What the merge resolved: a record without an IMO number merged "
                 "as the one IMO its vessel name has among the buyer's records (kind `vessel`), or a record "
                 "of an unspecified commodity that joined the one specific commodity of its call (kind "
                 "`commodity`), each said in plain words, with the records concerned.",

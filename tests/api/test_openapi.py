@@ -138,3 +138,14 @@ def test_no_link_feeds_a_merged_source_id_to_the_schema_endpoint(document):
                 assert link["parameters"]["sourceId"] in (
                     "$response.body#/sources/0/id", "$response.body#/records/0/source_id"), (path, name)
     assert "Source" not in document.document["components"]["schemas"]
+
+
+def test_the_document_cites_no_clause_or_issue_numbers(document):
+    """Issue 18.2: integrators read the descriptions; the numbers of the project's own
+    decisions and issues mean nothing to them."""
+    import json
+
+    text = json.dumps(document.document)
+    assert not re.search(r"\bC(1[01]|[1-9])(\.\d+)?\b|\bissue \d+", text), re.search(
+        r".{60}(\bC(1[01]|[1-9])(\.\d+)?\b|\bissue \d+).{20}", text
+    )
