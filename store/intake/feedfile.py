@@ -55,7 +55,8 @@ MAPPING_HELP = "docs/operators.md, section 6"
 def read_feed_file(path: str | Path, mapping: Mapping | None = None) -> pd.DataFrame:
     """The file as a frame of strings (None for missing), with a `_line` column giving
     each row's line in the file; `attrs["read_as"]` says which encoding and delimiter
-    were used and `attrs["problems"]` holds JSON Lines rows that could not be read.
+    were used (and which of them the mapping named), and `attrs["problems"]` holds JSON
+    Lines rows that could not be read.
     Raises ValidationError for a file that cannot be read as a feed file."""
     path = Path(path)
     suffix = path.suffix.lower()
@@ -79,15 +80,18 @@ def read_feed_file(path: str | Path, mapping: Mapping | None = None) -> pd.DataF
         lines = frame["_line"]
         frame = mapping.apply(frame.drop(columns="_line"))
         frame["_line"] = lines
-    frame.attrs["read_as"] = {"encoding": encoding, "delimiter": delimiter}
+    named = {key for key in ("encoding", "delimiter") if mapping is not None and getattr(mapping, key)}
+    frame.attrs["read_as"] = {"encoding": encoding, "delimiter": delimiter, "named": sorted(named)}
     frame.attrs["problems"] = problems
     return frame
 
 
 def describe(read_as: dict) -> str | None:
     """A line saying how a file was read, when that was not the plain format (UTF-8,
-    comma-separated); None otherwise."""
-    encoding, delimiter = read_as.get("encoding"), read_as.get("delimiter")
+    comma-separated) and not what a mapping named (`read_as["named"]`); None otherwise."""
+    named = read_as.get("named", ())
+    encoding = None if "encoding" in named else read_as.get("encoding")
+    delimiter = None if "delimiter" in named else read_as.get("delimiter")
     unusual = []
     if delimiter not in (None, ","):
         unusual.append(f"{_DELIMITER_NAMES.get(delimiter, repr(delimiter))}-separated")

@@ -347,6 +347,22 @@ def test_ingest_says_how_a_foreign_file_was_read(feed, tmp_path):
     assert run_json("ingest", "Santos Lineup", str(path)) == {"inserted": 0, "updated": 0, "unchanged": 1, "unresolved_commodities": 0}
 
 
+def test_ingest_does_not_echo_what_the_mapping_named(feed, tmp_path):
+    """Issue 18.10: "Read as …, a --mapping file reads it otherwise" is for what was
+    detected; a mapping that names the delimiter is not told about it again."""
+    path = tmp_path / "semi.csv"
+    path.write_bytes("ref;vessel;port\nA1;São Luís;BRSSZ\n".encode("cp1252"))
+    mapping = tmp_path / "semi.toml"
+    mapping.write_text('delimiter = ";"\n[columns]\nref = "ref"\nvessel_name = "vessel"\nport_unlocode = "port"\n')
+    result = invoke("ingest", "Santos Lineup", str(path), "--mapping", str(mapping))
+    assert result.exit_code == 0, result.stderr
+    assert "Read as Windows-1252 text" in result.stderr and "separated" not in result.stderr
+    mapping.write_text('delimiter = ";"\nencoding = "cp1252"\n[columns]\nref = "ref"\nvessel_name = "vessel"\nport_unlocode = "port"\n')
+    result = invoke("ingest", "Santos Lineup", str(path), "--mapping", str(mapping))
+    assert result.exit_code == 0, result.stderr
+    assert "Read as" not in result.stderr
+
+
 def test_ingest_of_the_santos_file_without_its_mapping_names_the_option(feed):
     if not SANTOS_FILE.exists():
         pytest.skip(f"{SANTOS_FILE} is not on this machine")
