@@ -167,6 +167,7 @@ def ingest_command(ctx, feed_ident, path, mapping_path):
     mapping = Mapping.load(mapping_path) if mapping_path else None
     with transaction(ctx.sessions) as session:
         target = feeds.find_feed(session, feed_ident)
+        feed_name = target.name  # as stored, however the operator spelled it
         frame = ingest.read_feed_file(path, mapping)
         note = feedfile.describe(frame.attrs.get("read_as", {}))
         if note and not ctx.as_json:
@@ -179,7 +180,7 @@ def ingest_command(ctx, feed_ident, path, mapping_path):
     payload = report.as_dict()
     ctx.emit(
         payload,
-        f"Ingested into {feed_ident}: {report.inserted} inserted, {report.updated} updated, "
+        f"Ingested into {feed_name}: {report.inserted} inserted, {report.updated} updated, "
         f"{report.unchanged} unchanged, {report.unresolved_commodities} with an unresolved commodity",
     )
 

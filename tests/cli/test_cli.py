@@ -383,6 +383,13 @@ def test_feed_and_buyer_names_match_ignoring_case_and_spacing(feed, buyer, tmp_p
     assert (body["buyer_id"], body["feed_id"]) == (buyer["id"], feed["id"])
 
 
+def test_ingest_names_the_feed_as_stored_however_it_was_typed(feed, tmp_path):
+    path = write_feed(tmp_path / "feed.csv", good_rows())
+    result = invoke("ingest", "santos  LINEUP", str(path))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("Ingested into Santos Lineup: 2 inserted")
+
+
 def test_a_name_taken_but_for_case_is_taken(feed, buyer):
     assert "exists already" in assert_error(run_json("feed", "add", "SANTOS LINEUP", "--port", "BRSSZ", code=1), "VALIDATION_ERROR")["reason"]
     assert "exists already" in assert_error(run_json("buyer", "add", "acme trading", code=1), "VALIDATION_ERROR")["reason"]
