@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
+import os
 import signal
 
 from tornado.httpserver import HTTPServer
@@ -16,7 +18,8 @@ from tornado.web import Application, RedirectHandler
 
 from explorer.app import ExplorerApp, origins_for
 from explorer.session import ExplorerContext
-from store.database.db import engine_for, make_sessionmaker, open_store
+from store.database import config
+from store.database.db import engine_for, make_sessionmaker, open_store, transaction
 from store.views.lineups import Lineups
 from store.settings import Settings, SettingsError
 
@@ -26,24 +29,42 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--db", help="Database URL (default: $LINEUPS_DB, else sqlite:///lineups.db).")
     parser.add_argument("--host", default="127.0.0.1", help="Address to listen on (default 127.0.0.1).")
     parser.add_argument("--port", type=int, default=5006, help="Port to listen on (default 5006).")
-    parser.add_argument("--base-url", help="Public address (default http://HOST:PORT).")
+    parser.add_argument(
+        "--base-url",
+        help="Public address share links begin with (default: $LINEUPS_BASE_URL, else the store's "
+        "base-url setting, else http://HOST:PORT).",
+    )
     return parser.parse_args(argv)
 
 
+def public_base_url(args: argparse.Namespace, sessions) -> str:
+    """The address share links are made with, found as every `lineups` command finds it
+    (`store.database.config`): --base-url, else $LINEUPS_BASE_URL, else the store's
+    base-url setting, else the listening address."""
+    if args.base_url:
+        return args.base_url.rstrip("/")
+    if os.environ.get("LINEUPS_BASE_URL"):
+        return os.environ["LINEUPS_BASE_URL"].rstrip("/")
+    with transaction(sessions) as session:
+        stored = config.get(session, config.BASE_URL)
+    return stored or f"http://{args.host}:{args.port}"
+
+
 async def serve(args: argparse.Namespace) -> None:
-    base_url = args.base_url or f"http://{args.host}:{args.port}"
-    settings = Settings.load(db_url=args.db, base_url=base_url)
+    settings = Settings.load(db_url=args.db)
     secrets = settings.signing_secrets()  # before the store: no secret, no start (SettingsError)
     engine = engine_for(settings)
     open_store(engine, settings.db_url)
-    context = ExplorerContext((sessions := make_sessionmaker(engine)), Lineups(sessions), secrets, settings.base_url)
+    sessions = make_sessionmaker(engine)
+    settings = dataclasses.replace(settings, base_url=public_base_url(args, sessions))
+    context = ExplorerContext(sessions, Lineups(sessions), secrets, settings.base_url)
     explorer = ExplorerApp(context, websocket_origins=origins_for(settings.base_url, args.host, args.port))
     app = Application([(r"/", RedirectHandler, {"url": "/explorer"}), *explorer.routes()])
     server = HTTPServer(app)
     server.listen(args.port, args.host)
     explorer.start()
     loop = asyncio.get_running_loop()
-    print(f"Serving the explorer at {settings.base_url}/explorer (Ctrl+C stops)", flush=True)
+    print(f"Serving the explorer at http://{args.host}:{args.port}/explorer (Ctrl+C stops)", flush=True)
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
