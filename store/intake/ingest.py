@@ -81,10 +81,10 @@ def upsert(
         session.execute(
             select(
                 Record.id, Record.ref, Record.content_hash, Record.version, Record.vessel_key, Record.port_unlocode,
-                Record.name_key,
+                Record.name_key, Record.commodity.is_not(None),
             ).where(Record.feed_id == feed.id)
         ).all(),
-        columns=["id", "ref", "old_hash", "version", "old_vessel_key", "old_port", "old_name_key"],
+        columns=["id", "ref", "old_hash", "version", "old_vessel_key", "old_port", "old_name_key", "old_served"],
     )
     joined = clean.merge(existing, on="ref", how="left")
     is_new = joined["id"].isna().to_numpy()
@@ -118,26 +118,30 @@ def upsert(
 
 def _links(existing: pd.DataFrame, joined: pd.DataFrame, is_new: np.ndarray, changed: np.ndarray) -> set[tuple[str, None]]:
     """`upkeep.link(imo key, name key)` of the (IMO, name) links this change may make or
-    break in the feed: those of a revised record whose IMO number or name changed
-    (before and after), and those of a new record that no record of the feed carried
-    before. A revision that keeps both, or a new record of a vessel the feed already
-    named so, moves no name between vessel keys, so that a daily update does not widen
-    its views' upkeep to every port of every vessel it mentions."""
+    break in the feed: those of a revised record whose IMO number, name or being served
+    (commodity not blank: only served records teach an IMO, C1) changed (before and
+    after), and those of a new served record that no served record of the feed carried
+    before. A revision that keeps all three, or a new record of a vessel the feed
+    already named so, moves no name between vessel keys, so that a daily update does
+    not widen its views' upkeep to every port of every vessel it mentions."""
 
-    def pairs(keys: pd.Series, names: pd.Series) -> set[tuple[str, str]]:
+    def pairs(keys: pd.Series, names: pd.Series, served) -> set[tuple[str, str]]:
         frame = pd.DataFrame({"key": keys.astype(object).to_numpy(), "name": names.astype(object).to_numpy()})
         is_imo = frame["key"].astype("string").str.startswith("IMO").fillna(False).to_numpy(dtype=bool)
-        frame = frame[is_imo & frame["name"].notna().to_numpy()]
+        frame = frame[is_imo & frame["name"].notna().to_numpy() & np.asarray(served, dtype=bool)]
         return set(map(tuple, frame.drop_duplicates().to_numpy()))
 
-    had = pairs(existing["old_vessel_key"], existing["old_name_key"])
+    served = joined["commodity"].notna().to_numpy()
+    was_served = joined["old_served"].astype(object).eq(True).to_numpy()
+    had = pairs(existing["old_vessel_key"], existing["old_name_key"], existing["old_served"].astype(object).eq(True))
     moved = changed & (
         (joined["vessel_key"].astype(object) != joined["old_vessel_key"].astype(object)).to_numpy()
         | (joined["name_key"].astype(object) != joined["old_name_key"].astype(object)).to_numpy()
+        | (served != was_served)
     )
-    made = pairs(joined.loc[is_new, "vessel_key"], joined.loc[is_new, "name_key"]) - had
-    made |= pairs(joined.loc[moved, "vessel_key"], joined.loc[moved, "name_key"])
-    broken = pairs(joined.loc[moved, "old_vessel_key"], joined.loc[moved, "old_name_key"])
+    made = pairs(joined.loc[is_new, "vessel_key"], joined.loc[is_new, "name_key"], served[is_new]) - had
+    made |= pairs(joined.loc[moved, "vessel_key"], joined.loc[moved, "name_key"], served[moved])
+    broken = pairs(joined.loc[moved, "old_vessel_key"], joined.loc[moved, "old_name_key"], was_served[moved])
     return {upkeep.link(key, name) for key, name in made | broken}
 
 

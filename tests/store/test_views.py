@@ -266,6 +266,43 @@ def test_issue_19_rule_5_an_ingest_that_gives_or_takes_a_names_imo_re_merges_its
         assert harmony() == expected
 
 
+def test_issue_19_rule_5_a_commodity_given_or_blanked_on_an_imo_record_re_merges_the_names_rows(sessions):
+    """Only served records teach an IMO (C1: a blank commodity is never served), so a
+    revision that gives an IMO record its commodity, or blanks it, makes or breaks the
+    name's link without changing the IMO or the name; so does a new served record of
+    an IMO and name that only an unserved record of the feed carried before."""
+    with transaction(sessions) as session:
+        alpha = feeds.add_feed(session, "Alpha Lineups", ["BRSSZ"]).id
+        bravo = feeds.add_feed(session, "Bravo Port Data", ["BRSSZ"]).id
+        buyer = accounts.add_buyer(session, "Sees both").id
+        for feed_id in (alpha, bravo):
+            accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_id), "active")
+    lineups = Lineups(sessions)
+    upsert(sessions, bravo, pd.concat([
+        _one_row("BRSSZ", "", "Harmony Pacific", "b1"),
+        *(_one_row(port, "", f"Filler {i}", f"f{i}{port}") for i in range(6) for port in ("BRSSZ", "NLRTM")),
+    ], ignore_index=True))
+    upsert(sessions, alpha, _one_row("NLRTM", "9345934", "HARMONY PACIFIC", "a1", commodity=""))
+
+    def santos_key() -> str:
+        rows = lineups.frame(buyer, LineupQuery())
+        assert comparable(rows) == comparable(reference(sessions, buyer, LineupQuery()))
+        at_santos = (rows["port_unlocode"].astype(object) == "BRSSZ").to_numpy()
+        harmony = rows["vessel_name"].astype(object).str.upper().str.contains("HARMONY").to_numpy()
+        (key,) = rows[at_santos & harmony]["vessel_key"].astype(object)
+        return key
+
+    assert santos_key() == "NAME:HARMONY PACIFIC"  # a1 is not served: it teaches nothing
+    for rows, expected in (
+        (_one_row("NLRTM", "9345934", "HARMONY PACIFIC", "a1"), "IMO9345934"),  # a1 served now
+        (_one_row("NLRTM", "9345934", "HARMONY PACIFIC", "a1", commodity=""), "NAME:HARMONY PACIFIC"),  # and not
+        (_one_row("NLRTM", "9345934", "HARMONY PACIFIC", "a2"), "IMO9345934"),  # a new served record
+    ):
+        report = upsert(sessions, alpha, rows)
+        assert report.views["full"] == 0, report.views
+        assert santos_key() == expected
+
+
 def test_a_view_is_built_once_when_many_readers_ask_at_once(sessions, monkeypatch):
     with transaction(sessions) as session:
         payload = demo.load_demo(session, 600, 7, dt.date(2024, 3, 1))
