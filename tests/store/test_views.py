@@ -202,7 +202,7 @@ def _one_row(port: str, imo: str, name: str, ref: str = "r1", commodity: str = "
     }], dtype=object)
 
 
-def test_issue_19_rule_1_a_feed_the_buyer_cannot_see_teaches_no_imo_and_changes_no_row(sessions):
+def test_issue_19_rule_1_a_feed_the_buyer_cannot_see_teaches_no_imo_and_changes_no_row(sessions, monkeypatch):
     with transaction(sessions) as session:
         alpha = feeds.add_feed(session, "Alpha Lineups", ["BRSSZ"]).id
         bravo = feeds.add_feed(session, "Bravo Port Data", ["BRSSZ"]).id
@@ -225,6 +225,17 @@ def test_issue_19_rule_1_a_feed_the_buyer_cannot_see_teaches_no_imo_and_changes_
     seen = lineups.frame(both, LineupQuery())
     assert len(seen) == 2  # at NLRTM and BRSSZ
     assert comparable(seen) == comparable(reference(sessions, both, LineupQuery()))
+    # Bravo revises its record: both views merge Harmony's pairs again (incremental
+    # upkeep, with the identities of each view's own feeds): still no IMO for the
+    # buyer who does not see Alpha.
+    monkeypatch.setattr(upkeep, "INCREMENTAL_SHARE", 10.0)  # one-row views: merged in part all the same
+    report = upsert(sessions, bravo, _one_row("BRSSZ", "", "Harmony Pacific", "b1").assign(quantity="61000"))
+    assert report.views["incremental"] == 2 and report.views["full"] == 0, report.views
+    for buyer_id in (names_only, both):
+        assert comparable(lineups.frame(buyer_id, LineupQuery())) == comparable(reference(sessions, buyer_id, LineupQuery()))
+    assert list(lineups.frame(names_only, LineupQuery())["vessel_imo"].astype(object)) == [None]
+    with transaction(sessions) as session:
+        assert set(session.scalars(select(MergedRow.vessel_key))) == {"NAME:HARMONY PACIFIC", "IMO9345934"}
 
 
 def test_issue_19_rule_5_an_ingest_that_gives_or_takes_a_names_imo_re_merges_its_rows(sessions):
