@@ -4,8 +4,9 @@ services (PostgreSQL, Redis), and ways to watch and hurt them.
 `served` starts servers (`Served`) over this test's fresh store with the hand-made
 data of tests/api/tiny_data.py; a server's log (stderr) names the process that
 served each request, so a test can tell which worker answered a response (by its
-`X-Request-Id`). Tests marked `outage` (they stop a shared service) run after every
-other test of the session.
+`X-Request-Id`). No test stops a service it did not start (issue 16 item 17): the
+tests that take a database or Redis away start their own (`replication.OwnPostgres`,
+`test_shared_limits.own_redis`).
 """
 
 from __future__ import annotations
@@ -30,15 +31,6 @@ LINEUPS = [sys.executable, "-c", "from cli.main import main; main()"]
 #: Tests make many requests with one key; the rate-limit tests set their own limit.
 TEST_RATE_LIMIT = 100_000
 _ACCESS = re.compile(r"\[(\d+)\] lineups\.access: (\S+) (\S+) (\d{3}) \S+ ([0-9a-f]{32})")
-
-
-def pytest_configure(config) -> None:
-    config.addinivalue_line("markers", "outage: stops a shared service; runs after every other test")
-
-
-def pytest_collection_modifyitems(session, config, items) -> None:
-    """Outage tests last, so that nothing else ever meets a service they stopped."""
-    items.sort(key=lambda item: item.get_closest_marker("outage") is not None)
 
 
 def free_port() -> int:
