@@ -68,7 +68,7 @@ LOG_FORMAT = logs.LOG_FORMAT
               help="Redis URL for rate limits shared by every process (default $LINEUPS_REDIS).")
 @click.option("--rate-limit", type=click.IntRange(1), default=None, hidden=True,
               help="Requests per key per rolling minute (default $LINEUPS_RATE_LIMIT, else 100).")
-@click.option("--base-url", metavar="URL", default=None, help="Public address of the service (default http://HOST:PORT).")
+@click.option("--base-url", metavar="URL", default=None, help="Public address of the service, stored as the base-url setting for later commands (default $LINEUPS_BASE_URL, else `lineups config get base-url`, else http://HOST:PORT).")
 @click.option("--db-replica", "db_replicas", metavar="URL", multiple=True,
               help="A read replica of --db for the API's reads; repeatable (default $LINEUPS_DB_REPLICAS).")
 @click.option("--per-process-limits", is_flag=True,
