@@ -286,7 +286,7 @@ def quality() -> None:
 @common
 def quality_duplicates(ctx, buyer_ident):
     """Count pairs of served rows that are likely one call (same vessel, port and
-    commodity subgroup, dates (the earliest of ETA, ETB, ETD) at most 3 days apart), by cause (issue 19)."""
+    commodity subgroup, dates (the earliest of ETA, ETB, ETD) at most 3 days apart), by cause."""
     from store.merging.duplicates import CAUSES, counts
     from store.views.lineups import Lineups
     from store.views.query import LineupQuery

@@ -454,3 +454,25 @@ def test_quality_duplicates_counts_likely_duplicates_by_cause(cli_env):
     text = invoke("quality", "duplicates")
     assert text.exit_code == 0 and "counterparty disagreement" in text.stdout and "Demo Buyer" in text.stdout
     assert_error(run_json("quality", "duplicates", "--buyer", "Nobody", code=1), "NOT_FOUND")
+
+
+def test_help_texts_cite_no_clause_or_issue_numbers():
+    """Issue 18.2: operators read `--help`; the project's clause and issue numbers mean
+    nothing to them (code comments may cite them)."""
+    import re
+
+    import click
+
+    from cli.main import lineups
+
+    cited = re.compile(r"\bC(1[01]|[1-9])(\.\d+)?\b|\bissue \d+")
+
+    def texts(command, path):
+        yield path, command.help or ""
+        for param in command.params:
+            yield f"{path} {param.name}", getattr(param, "help", None) or ""
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from texts(sub, f"{path} {name}")
+
+    found = [(path, text) for path, text in texts(lineups, "lineups") if cited.search(text)]
+    assert found == [], found
