@@ -43,6 +43,7 @@ from api.handlers import (
 )
 from api.ratelimit import Limiter, MemoryLimiter
 from api.share import ShareHandler
+from store.access.usage import UsageWriter
 from store.database.db import Reads
 from store.settings import Settings
 
@@ -92,10 +93,12 @@ def make_dependencies(
     executor: Executor | None = None,
     reads: Reads | None = None,
     export_limits: ExportLimits | None = None,
+    usage: UsageWriter | None = None,
 ) -> Dependencies:
     """The handlers' dependencies with the C5 defaults for what is not given
     (without `reads`, pure reads go to the primary through `sessions`;
-    `export_limits`: of streamed exports, `api.exports.ExportLimits()` by default)."""
+    `export_limits`: of streamed exports, `api.exports.ExportLimits()` by default;
+    `usage`: the writer of notes of use, shared with the explorer when served beside it)."""
     return Dependencies(
         settings=settings,
         sessions=sessions,
@@ -104,6 +107,7 @@ def make_dependencies(
         cursors=CursorCodec(settings.signing_secrets()),
         reads=reads,
         export_slots=ExportSlots(export_limits or ExportLimits()),
+        usage=usage,
     )
 
 
@@ -115,6 +119,7 @@ def make_app(
     executor: Executor | None = None,
     reads: Reads | None = None,
     export_limits: ExportLimits | None = None,
+    usage: UsageWriter | None = None,
     extra_routes: Callable[[Dependencies], Sequence[tuple]] | None = None,
     **app_settings: Any,
 ) -> Application:
@@ -122,7 +127,7 @@ def make_app(
     explorer), matched after the API's and before the catch-all 404, whose handlers
     can take the same dependencies; `reads` sends pure reads to read replicas
     (`store.database.db.Reads`); `app_settings` go to Tornado."""
-    deps = make_dependencies(settings, sessions, limiter, executor, reads, export_limits)
+    deps = make_dependencies(settings, sessions, limiter, executor, reads, export_limits, usage)
     app = Application(
         [*api_routes(deps), *(extra_routes(deps) if extra_routes else ())],
         default_handler_class=NotFoundHandler,

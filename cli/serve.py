@@ -10,7 +10,7 @@ URLs to try, binds the port, and then serves:
 - `--processes N`: N forked workers accept on the one port, supervised by this
   process (`cli.supervisor`), which replaces a worker that dies.
 
-Each serving process makes its engine, pools, lineup caches and rate limiter itself
+Each serving process makes its engine, pools, writer of notes of use and rate limiter itself
 (`run_worker`), after any fork; with `--db-replica URL` (or `LINEUPS_DB_REPLICAS`)
 also one engine per read replica, which takes the API's pure reads (`store.database.db.Reads`).
 `--redis URL` (or `LINEUPS_REDIS`) shares the rate limits through Redis (C5). Several
@@ -273,6 +273,7 @@ def make_server_app(
     from api.ratelimit import MemoryLimiter
     from explorer.app import ExplorerApp, origins_for
     from explorer.session import ExplorerContext
+    from store.access.usage import UsageWriter
     from store.views.lineups import Lineups
 
     if settings.redis_url:  # counts shared by every process (C5)
@@ -281,13 +282,14 @@ def make_server_app(
         limiter = RedisLimiter(settings.redis_url, limit=settings.rate_limit)
     else:
         limiter = MemoryLimiter(settings.rate_limit)
+    usage = UsageWriter(sessions.kw["bind"])  # one writer of notes of use for the API and the explorer
     explorer = ExplorerApp(
-        ExplorerContext(sessions, Lineups(sessions), settings.signing_secrets(), settings.base_url),
+        ExplorerContext(sessions, Lineups(sessions), settings.signing_secrets(), settings.base_url, usage=usage),
         websocket_origins=origins_for(settings.base_url, *(address or (None, None))),
         sign_in_limiter=limiter,  # the API's: one budget of guesses per address (issue 16 item 8)
     )
     app = make_app(
-        settings, sessions, limiter=limiter, executor=executor, reads=reads,
+        settings, sessions, limiter=limiter, executor=executor, reads=reads, usage=usage,
         extra_routes=lambda deps: explorer.routes(),
     )
     # The explorer's requests in the API's access log: paths only, never query

@@ -73,6 +73,7 @@ async def serve(args: argparse.Namespace) -> None:
     finally:
         server.stop()
         explorer.stop()
+        context.usage.close()  # the last notes of use are written
         engine.dispose()
 
 

@@ -173,6 +173,7 @@ class ExplorerApp:
         page_args = {
             "sessions": context.sessions, "codec": codec, "secure": secure_cookie,
             "is_live": context.book.is_live, "end": context.book.end, "limiter": sign_in_limiter,
+            "usage": context.usage,
         }
         def page() -> pn.viewable.Viewable:
             # A plain function: Panel calls functions per session (a partial it would

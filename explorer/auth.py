@@ -36,6 +36,7 @@ from tornado.ioloop import IOLoop
 from tornado.web import RequestHandler, create_signed_value, decode_signed_value
 
 from store.access import accounts
+from store.access.usage import UsageWriter
 from store.database.db import transaction
 from store.errors import LineupsError, RateLimited, Unauthorized
 from store.database.schema import ApiKey, Buyer
@@ -95,12 +96,14 @@ class CookieCodec:
 
 
 def login(session: Session, key: str) -> Identity:
-    """The identity of an API key, checked as the API checks it (C5).
+    """The identity of an API key, checked as the API checks it (C5). Only reads: the
+    key's use is the caller's to note (`UsageWriter.key_used`), so that a sign-in
+    never waits for a writer (issue 16 item 1).
 
     Raises Unauthorized for a missing, malformed, unknown or revoked key and
     Forbidden for a key of a suspended buyer."""
     key = (key or "").strip()
-    buyer = accounts.authenticate(session, key)
+    buyer = accounts.authenticate(session, key, touch=False)
     row = accounts.find_key(session, key)
     return Identity(buyer.id, row.id, secrets.token_urlsafe(16))
 
@@ -180,7 +183,7 @@ class _AuthPageHandler(RequestHandler):
     def initialize(
         self, sessions: sessionmaker[Session], codec: CookieCodec, secure: bool = False,
         is_live: Callable[[str], bool] = lambda session_id: True, end: Callable[[str], None] = lambda session_id: None,
-        limiter: SignInLimiter | None = None,
+        limiter: SignInLimiter | None = None, usage: UsageWriter | None = None,
     ):
         self.sessions = sessions
         self.codec = codec
@@ -188,6 +191,7 @@ class _AuthPageHandler(RequestHandler):
         self.is_live = is_live
         self.end = end
         self.limiter = limiter
+        self.usage = usage
 
     def set_default_headers(self) -> None:
         self.set_header("Cache-Control", "no-store")
@@ -247,7 +251,10 @@ class LoginHandler(_AuthPageHandler):
             raise RateLimited(f"Too many sign-in attempts from your address; try again in {hit.retry_after} s",
                               retry_after=hit.retry_after)
         with transaction(self.sessions) as session:
-            return login(session, key)
+            identity = login(session, key)
+        if self.usage is not None:
+            self.usage.key_used(accounts.hash_key(key.strip()))
+        return identity
 
     def _next(self) -> str:
         """Where to go after signing in: a path of the explorer only, never elsewhere."""

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from explorer import auth, data
 from store.access import accounts, signins
+from store.access.usage import UsageWriter
 from store.database.db import transaction
 from store.errors import LineupsError
 from store.intake.feeds import feed_dict
@@ -81,10 +82,16 @@ class ExplorerContext:
     taxonomy: Taxonomy = dataclasses.field(default_factory=default_taxonomy)
     #: Ended sign-ins (made from `sessions` when not given).
     book: SessionBook | None = None
+    #: Notes of use: a sign-in's key use is written by this background writer, never
+    #: while the buyer waits (issue 16 item 1; made from the engine when not given,
+    #: the API's when the explorer is served beside it).
+    usage: UsageWriter | None = None
 
     def __post_init__(self) -> None:
         if self.book is None:
             object.__setattr__(self, "book", SessionBook(self.sessions))
+        if self.usage is None:
+            object.__setattr__(self, "usage", UsageWriter(self.sessions.kw["bind"]))
 
 
 class SessionLost(Exception):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sqlite3
+import time
 
 import pytest
 import requests
@@ -16,6 +18,8 @@ from explorer.app import origins_for
 from explorer.auth import COOKIE
 from store.access import accounts
 from store.database.db import transaction
+from store.fields import utcnow
+from store.settings import sqlite_path
 
 
 @pytest.fixture
@@ -46,6 +50,28 @@ def test_login_sets_a_signed_http_only_session_cookie(live, demo, sign_in):
     page = client.get(f"{live.base_url}/explorer/")
     assert page.status_code == 200 and page.url == f"{live.base_url}/explorer/"
     assert "bokeh" in page.text.lower()
+
+
+def test_a_sign_in_does_not_wait_for_a_writer(live, demo, context, sessions, store_settings, sign_in):
+    """Issue 16 item 1: while an ingest holds SQLite's write lock, signing in is
+    answered at once (it used to write the key's `last_used_at` first: 30 s, then a
+    failure); the key's use is written once the lock is free."""
+    started = utcnow().replace(tzinfo=None, microsecond=0)
+    writer = sqlite3.connect(sqlite_path(store_settings.db_url), timeout=1)
+    writer.execute("BEGIN IMMEDIATE")  # holds the write lock, as an ingest does
+    try:
+        began = time.monotonic()
+        _, response = sign_in(live, demo["api_key"])
+        took = time.monotonic() - began
+    finally:
+        writer.rollback()
+        writer.close()
+    assert response.status_code == 302 and response.headers["Location"].startswith("/explorer")
+    assert took < 5, f"the sign-in waited {took:.1f} s for the write lock"
+    assert context.usage.flush(timeout=30)
+    with sessions() as session:
+        used = accounts.find_key(session, demo["api_key"]).last_used_at
+    assert used is not None and used.replace(tzinfo=None) >= started
 
 
 @pytest.mark.parametrize("key", ["lk_" + "0" * 32, "not-a-key", ""])
