@@ -12,8 +12,9 @@ ETA when the feeds give one) are at most 3 days apart.
 Each pair has one *cause*, the first that applies of:
 1. "counterparty disagreement": both rows name a shipper, receiver or charterer, and
    they differ (C2.4 keeps such calls apart on purpose);
-2. "IMO missing": one row has an IMO number, the other none (issue 19 rule 1 merges
-   these);
+2. "IMO missing": one row has an IMO number, the other none, and the merge did not
+   already take both as that IMO (rows that carry their `vessel_key` say so; issue 19
+   rule 1 merges these);
 3. "name of several IMOs": the same, but rows with two or more IMO numbers carry the
    name among the rows given (rule 1 leaves such a name alone on purpose);
 4. "commodity less specific": one row's commodity is its subgroup's "(Unspecified)"
@@ -138,7 +139,7 @@ def _reasons(row: pd.Series, other: pd.Series, shared: set[str]) -> list[str]:
     reasons = []
     if _parties(row, other):
         reasons.append("counterparty disagreement")
-    if pd.isna(row["vessel_imo"]) != pd.isna(other["vessel_imo"]):
+    if pd.isna(row["vessel_imo"]) != pd.isna(other["vessel_imo"]) and not _one_imo(row, other):
         unnamed = row if pd.isna(row["vessel_imo"]) else other
         name = vessel_name_key(unnamed["vessel_name"]) if isinstance(unnamed["vessel_name"], str) else None
         reasons.append("name of several IMOs" if name in shared else "IMO missing")
@@ -146,6 +147,13 @@ def _reasons(row: pd.Series, other: pd.Series, shared: set[str]) -> list[str]:
     if mine != theirs and (_loose(mine) or _loose(theirs)):
         reasons.append("commodity less specific")
     return reasons or ["other"]
+
+
+def _one_imo(row: pd.Series, other: pd.Series) -> bool:
+    """Whether the merge took both rows as one IMO number (rule 1 resolved the
+    name-only one): then something else keeps them apart."""
+    mine, theirs = row.get("vessel_key"), other.get("vessel_key")
+    return isinstance(mine, str) and mine.startswith("IMO") and mine == theirs
 
 
 def _parties(row: pd.Series, other: pd.Series) -> list[str]:
