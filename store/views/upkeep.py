@@ -49,7 +49,7 @@ from store.access.accounts import ENTITLED
 from store.database.db import transaction
 from store.fields import utcnow
 from store.merging.merge_plan import NAT, nanos
-from store.merging.records import load_identities, load_records, load_records_where, name_keys_of
+from store.merging.records import load_identities, load_records, load_records_where, names_carried
 from store.merging.resolve import Identities
 from store.database.schema import Buyer, Feed, MergedRow, MergedView, Record, Subscription, VesselChange
 from store.views.stored import insert_rows, table_rows
@@ -194,14 +194,16 @@ class _Merges:
         are resolved with (those of the whole view for every name among them).
 
         A name-only record's vessel key depends on which IMO numbers its name carries
-        among the view's records, so a change that touches a name N (a name-only
-        record, or the name of a record with an IMO number: ingest notes a `link`)
-        may move every name-only record of N, at every port where N has such records,
-        between the key N and the IMO keys N carries now or carried before. The IMO N
-        carried before is among those it carries now or one linked to N by the change
-        (the record that gave it changed). Rows keyed by an IMO hold the name-only
-        records resolved to it: those are merged with them. Every lookup goes by
-        index (`records.name_key`, `records.vessel_key`)."""
+        among the view's records, and only a change that makes or breaks such a link
+        changes that (ingest notes a `link`, before and after). So a touched
+        name-only pair (N, port) replaces its rows and those of the IMO numbers N
+        carries at that port; a linked name N moves every name-only record of N, at
+        every port where N has such records, between the key N and the IMO keys N
+        carries now or carried before (those it carries now, or the one linked).
+        Rows keyed by an IMO hold the name-only records resolved to it: those are
+        merged with them, and the identities read are those of the names that have
+        name-only records at the ports of such rows (no other name is resolved).
+        Every lookup goes by index (`records.name_key`, `records.vessel_key`)."""
         names: dict[str, set[str]] = {}
         linked: dict[str, set[str]] = {}
         for vessel, port in touched:
@@ -213,24 +215,33 @@ class _Merges:
                 names.setdefault(vessel, set()).add(port)
         identities = load_identities(self.session, view.feeds, names)
         replaced = {(vessel, port) for vessel, port in touched if port is not None}
-        for name, ports in self._name_ports(view.feeds, sorted(names)).items():
+        for name, ports in self._name_ports(view.feeds, sorted(linked)).items():
             names[name] |= ports
         for name, ports in names.items():
             candidates = set(identities.imos(name)) | linked.get(name, set())
             for port in ports:
                 replaced.add((name, port))
                 replaced.update((imo, port) for imo in candidates)
-        # The names resolved to the IMO keys of the replaced rows: among the names
-        # the records of those IMO numbers carry.
-        imos = {vessel for vessel, _ in replaced if vessel.startswith("IMO")}
-        others = name_keys_of(self.session, view.feeds, imos) - set(names) if imos else set()
-        if others:
-            identities = identities.union(load_identities(self.session, view.feeds, others))
+        identities = identities.union(self._resolving(view, replaced, set(names)))
         names_of = identities.names_of()
         loaded = set(replaced)
         for vessel, port in replaced:
             loaded.update((name, port) for name in names_of.get(vessel, ()))
         return replaced, frozenset(loaded), identities
+
+    def _resolving(self, view: MergedView, replaced: set[Pair], known: set[str]) -> Identities:
+        """The identities of the names (other than `known`) that may resolve to the
+        IMO key of a `replaced` pair: the names that the records of that IMO number
+        carry and that have name-only records at that pair's port (no other name-only
+        record can join the pair's rows)."""
+        ports: dict[str, set[str]] = {}
+        for vessel, port in replaced:
+            if vessel.startswith("IMO"):
+                ports.setdefault(vessel, set()).add(port)
+        carried = [(imo, name) for imo, name in names_carried(self.session, view.feeds, ports) if name not in known]
+        name_ports = self._name_ports(view.feeds, sorted({name for _, name in carried}))
+        others = {name for imo, name in carried if name_ports.get(name, set()) & ports[imo]}
+        return load_identities(self.session, view.feeds, others) if others else Identities()
 
     def _name_ports(self, feed_ids: Sequence[str], names: list[str]) -> dict[str, set[str]]:
         """{name key: the ports where the feeds have served records under that key}."""
