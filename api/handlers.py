@@ -54,7 +54,7 @@ class LineupsHandler(BaseHandler):
         page = await self.blocking(self.deps.lineups.page, self.buyer_id, query, after, limit, self.entitled)
         next_cursor = None if page.next is None else self.deps.cursors.encode(page.next, bound_to)
         if query.format != "csv":
-            return self.send_json(render.json_page(page.rows, next_cursor))
+            return self.send_json(render.json_page(page.records, next_cursor))
         self.set_header("Content-Type", render.CSV_TYPE)
         if next_cursor is not None:
             self.set_header("X-Next-Cursor", next_cursor)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import pandas as pd
@@ -42,11 +43,17 @@ _TRIES = 4
 
 @dataclass(frozen=True)
 class Page:
-    """One page of a result: its rows (C1 columns, merge-engine dtypes) and the
-    position of its last row when another page follows (C4), else None."""
+    """One page of a result: its rows as read (tuples in `READ_COLUMNS` order, what
+    the JSON renderer takes) and the position of its last row when another page
+    follows (C4), else None; `rows` is the same page as a frame (C1 columns,
+    merge-engine dtypes: CSV, exports, the explorer), made when first asked for."""
 
-    rows: pd.DataFrame
+    records: list[tuple]
     next: Position | None
+
+    @cached_property
+    def rows(self) -> pd.DataFrame:
+        return frame_of(self.records)
 
 
 @dataclass(frozen=True)
@@ -121,13 +128,14 @@ class Lineups:
         """The `limit` rows of `query`'s result after position `after` (C3, C4)."""
 
         def work(session: Session, target: sql.Target) -> Page:
-            rows = session.execute(sql.page_statement(query, self.taxonomy, target, after, limit + 1)).all()
+            sparse = sql.is_sparse(session, query, self.taxonomy, target)
+            rows = session.execute(sql.page_statement(query, self.taxonomy, target, after, limit + 1, sparse)).all()
             more = len(rows) > limit
             rows = rows[:limit]
             following = sql.position(rows[-1][-1], rows[-1][0]) if more else None
-            return Page(frame_of([row[:-1] for row in rows]), following)
+            return Page([row[:-1] for row in rows], following)
 
-        return self._in_views(buyer_id, query, entitled, work, None) or Page(frame_of([]), None)
+        return self._in_views(buyer_id, query, entitled, work, None) or Page([], None)
 
     def count(self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None) -> int:
         """How many rows `query`'s whole result has."""
