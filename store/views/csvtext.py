@@ -22,9 +22,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-import threading
-import weakref
-from collections import OrderedDict
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -101,11 +98,6 @@ def csv_header() -> bytes:
 
 
 # ---------------------------------------------------------------- columns
-#: The cell texts of recently written sets of categories (`_coded_cells`): by the
-#: id of the categories' Index, checked through a weak reference.
-_CATEGORY_TEXTS: OrderedDict[int, tuple[weakref.ref, pa.Array]] = OrderedDict()
-_CATEGORY_CACHE = 256
-_CATEGORY_LOCK = threading.Lock()
 #: Text columns whose values are new strings on (nearly) every row: the feed lists
 #: of merged rows and row ids. Their cells are checked row by row in Arrow; grouping
 #: them first (hashing long strings in Python) costs more than it saves.
@@ -202,30 +194,11 @@ def _number_cells(column: pd.Series, field: str) -> Cells:
     return codes, pc.replace_with_mask(texts, pa.array(~whole), rest)
 
 
-def _coded_cells(column: pd.Series, quote: _Quoter) -> Cells:
-    """A categorical text column (`store.merging.columns`): its codes, and the cell text of
-    each category, worked out once per set of categories (they are shared by every
-    slice and selection of a merged result, so an export encodes them once)."""
-    categories = column.cat.categories
-    with _CATEGORY_LOCK:
-        hit = _CATEGORY_TEXTS.get(id(categories))
-    if hit is None or hit[0]() is not categories:
-        texts = _encoded_texts(_string_array(np.asarray(categories, dtype=object)), quote)
-        hit = (weakref.ref(categories), texts)
-        with _CATEGORY_LOCK:
-            _CATEGORY_TEXTS[id(categories)] = hit
-            while len(_CATEGORY_TEXTS) > _CATEGORY_CACHE:
-                _CATEGORY_TEXTS.popitem(last=False)
-    return column.cat.codes.to_numpy().astype(np.int32), hit[1]
-
-
 def _cells(column: pd.Series, field: str, quote: _Quoter) -> Cells:
     if field in TIME_FIELDS:
         return _time_cells(column)
     if field in INTEGER_FIELDS or field in NUMBER_FIELDS:
         return _number_cells(column, field)
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        return _coded_cells(column, quote)
     return _text_cells(column.to_numpy(dtype=object), field, quote)
 
 
@@ -243,8 +216,6 @@ def _lines(frame: pd.DataFrame) -> pa.Array:
     base = 0
     for j, field in enumerate(RECORD_FIELDS):
         codes, texts = _cells(frame[field], field, quote)
-        if codes is not None and len(texts) > rows:  # only the texts this block uses
-            codes, texts = _used(codes, texts)
         separator = LINE_END if j == width - 1 else ","
         pieces += [pc.binary_join_element_wise(texts, separator, ""), pa.array([separator], pa.string())]
         if codes is None:
@@ -253,16 +224,6 @@ def _lines(frame: pd.DataFrame) -> pa.Array:
             index[:, j] = np.where(codes < 0, base + len(texts), codes + base)
         base += len(texts) + 1
     return pa.concat_arrays(pieces).take(pa.array(index.ravel()))
-
-
-def _used(codes: np.ndarray, texts: pa.Array) -> Cells:
-    """`(codes, texts)` cut down to the texts that `codes` refer to (a block of rows
-    uses few of a whole result's categories)."""
-    used = np.zeros(len(texts) + 1, bool)
-    used[codes] = True  # code -1 marks the last entry, which is not a text
-    used = used[:-1]
-    renumber = np.append(np.cumsum(used) - 1, -1).astype(np.int32)
-    return renumber[codes], texts.take(pa.array(np.flatnonzero(used)))
 
 
 def _text(cells: pa.Array) -> bytes:
