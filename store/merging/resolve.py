@@ -332,9 +332,12 @@ def _copied(column: pd.Series, rows: np.ndarray, donors: np.ndarray) -> pd.Serie
     return pd.Series(values, index=column.index, dtype=column.dtype if column.dtype == object else object)
 
 
-@lru_cache(maxsize=2**18)
+@lru_cache(maxsize=2**16)
 def name_key(name) -> str | None:
-    """`NAME:` + C2.2's normalised name (cached: a store repeats its names)."""
+    """`NAME:` + C2.2's normalised name (cached: a store repeats its names). The cache
+    is bounded in bytes too: a stored vessel name has at most 200 characters, so an
+    entry (name and key, at most 4 bytes a character) takes under 2 KiB, and the
+    2**16 entries under 128 MiB; names seen by merges, never a request's text."""
     if not isinstance(name, str):
         return None
     normal = vessel_name_key(name)
