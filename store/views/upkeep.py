@@ -13,7 +13,7 @@ key), and a pair holds whole merge keys; `latest` (C3) ranks rows within a pair 
 so the pair's `is_top` marks come out of the same merge. In an `all` view the vessel
 key is resolved (issue 19 rule 1: a name-only record is the one IMO its name carries
 among the view's records), so the touched pairs are widened to the names' other pairs
-and IMO keys (`_Merges.widened`, with the `link`s a change notes) and merged with the
+and IMO keys (`store.views.merges.Merges.widened`, with the `link`s a change notes) and merged with the
 whole view's identities. A change too large to list
 (more than `LISTED_PAIRS`), a log that does not reach back to the view's versions, or
 more than `INCREMENTAL_SHARE` of the view's rows to redo: the view is merged afresh.
@@ -41,18 +41,17 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import pandas as pd
-from sqlalchemy import delete, exc as sa_exc, func, insert, select, text, tuple_, update
+from sqlalchemy import delete, exc as sa_exc, func, insert, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from store.merging import columns, merge
 from store.access.accounts import ENTITLED
 from store.database.db import transaction
 from store.fields import utcnow
 from store.merging.merge_plan import NAT, nanos
-from store.merging.records import load_identities, load_records, load_records_where, names_carried
 from store.merging.resolve import Identities
-from store.database.schema import Buyer, Feed, MergedRow, MergedView, Record, Subscription, VesselChange
-from store.views.stored import insert_rows, table_rows
+from store.database.schema import Buyer, Feed, MergedRow, MergedView, Subscription, VesselChange
+from store.views.merges import Merges, Pair
+from store.views.stored import insert_rows, replace_pair_rows, table_rows
 
 log = logging.getLogger("lineups.views")
 
@@ -70,9 +69,6 @@ RETENTION = dt.timedelta(days=1)
 #: A view written whole is analysed afresh when it holds at least 1/ANALYZE_SHARE of
 #: the kept rows.
 ANALYZE_SHARE = 10
-#: Pairs per IN list (two parameters each; SQLite allows 32,766, PostgreSQL 65,535).
-_IN_CHUNK = 5_000
-Pair = tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -112,11 +108,6 @@ def link(imo_key: str, name_key: str) -> tuple[str, None]:
     rule 5), noted beside the pairs by a change of such a record, before and after:
     a `LINK:` vessel key without a port (it fits: names are at most 200 characters)."""
     return f"LINK:{imo_key}:{name_key.removeprefix('NAME:')}", None
-
-
-def _link_parts(entry: str) -> tuple[str, str]:
-    imo, name = entry.removeprefix("LINK:").split(":", 1)
-    return imo, "NAME:" + name
 
 
 def _touched(session: Session, view: MergedView, current: dict[str, int]) -> set[Pair] | None:
@@ -162,125 +153,13 @@ def _current_versions(session: Session, feed_ids: Sequence[str]) -> dict[str, in
     return dict(session.execute(select(Feed.id, Feed.data_version).where(Feed.id.in_(list(feed_ids)))).all())
 
 
-class _Merges:
-    """The merges of the views brought up to date in one transaction, sharing the
-    work: each feed's records (all of them, or those of one set of touched pairs) are
-    loaded once, and each feed's `by_source` rows merged once (C2.6: a `by_source`
-    view is the union of its feeds' own merges), however many views hold the feed."""
-
-    def __init__(self, session: Session):
-        self.session = session
-        #: (touched pairs or None for all records, feed id) -> records / by_source rows
-        self._records: dict[tuple, pd.DataFrame] = {}
-        self._by_source: dict[tuple, pd.DataFrame] = {}
-
-    def rows(
-        self, view: MergedView, pairs: frozenset[Pair] | None = None, identities: Identities | None = None
-    ) -> pd.DataFrame:
-        """The merged rows of `view` from the current records: all of them, or only
-        those of the (vessel key, port) `pairs`, resolved with `identities` (issue 19
-        rule 1: the whole view's, when only some pairs are merged)."""
-        self._load(view.feeds, pairs)
-        records = [(f, self._records[(pairs, f)]) for f in view.feeds if len(self._records[(pairs, f)])]
-        if not records:
-            return merge.merge(load_records(self.session, []), view.mode)
-        if view.mode == "by_source":
-            return columns.concat([self._by_source_rows(pairs, f, r) for f, r in records])
-        return merge.merge(columns.concat([r for _, r in records]), "all", identities)
-
-    def widened(self, view: MergedView, touched: set[Pair]) -> tuple[set[Pair], frozenset[Pair], Identities]:
-        """For an `all` view (issue 19 rule 1, rule 5): the pairs whose rows to replace,
-        the pairs whose records to merge for them, and the identities those records
-        are resolved with (those of the whole view for every name among them).
-
-        A name-only record's vessel key depends on which IMO numbers its name carries
-        among the view's records, and only a change that makes or breaks such a link
-        changes that (ingest notes a `link`, before and after). So a touched
-        name-only pair (N, port) replaces its rows and those of the IMO numbers N
-        carries at that port; a linked name N moves every name-only record of N, at
-        every port where N has such records, between the key N and the IMO keys N
-        carries now or carried before (those it carries now, or the one linked).
-        Rows keyed by an IMO hold the name-only records resolved to it: those are
-        merged with them, and the identities read are those of the names that have
-        name-only records at the ports of such rows (no other name is resolved).
-        Every lookup goes by index (`records.name_key`, `records.vessel_key`)."""
-        names: dict[str, set[str]] = {}
-        linked: dict[str, set[str]] = {}
-        for vessel, port in touched:
-            if port is None:  # a link (`link`)
-                imo, name = _link_parts(vessel)
-                linked.setdefault(name, set()).add(imo)
-                names.setdefault(name, set())
-            elif vessel.startswith("NAME:"):
-                names.setdefault(vessel, set()).add(port)
-        identities = load_identities(self.session, view.feeds, names)
-        replaced = {(vessel, port) for vessel, port in touched if port is not None}
-        for name, ports in self._name_ports(view.feeds, sorted(linked)).items():
-            names[name] |= ports
-        for name, ports in names.items():
-            candidates = set(identities.imos(name)) | linked.get(name, set())
-            for port in ports:
-                replaced.add((name, port))
-                replaced.update((imo, port) for imo in candidates)
-        identities = identities.union(self._resolving(view, replaced, set(names)))
-        names_of = identities.names_of()
-        loaded = set(replaced)
-        for vessel, port in replaced:
-            loaded.update((name, port) for name in names_of.get(vessel, ()))
-        return replaced, frozenset(loaded), identities
-
-    def _resolving(self, view: MergedView, replaced: set[Pair], known: set[str]) -> Identities:
-        """The identities of the names (other than `known`) that may resolve to the
-        IMO key of a `replaced` pair: the names that the records of that IMO number
-        carry and that have name-only records at that pair's port (no other name-only
-        record can join the pair's rows)."""
-        ports: dict[str, set[str]] = {}
-        for vessel, port in replaced:
-            if vessel.startswith("IMO"):
-                ports.setdefault(vessel, set()).add(port)
-        carried = [(imo, name) for imo, name in names_carried(self.session, view.feeds, ports) if name not in known]
-        name_ports = self._name_ports(view.feeds, sorted({name for _, name in carried}))
-        others = {name for imo, name in carried if name_ports.get(name, set()) & ports[imo]}
-        return load_identities(self.session, view.feeds, others) if others else Identities()
-
-    def _name_ports(self, feed_ids: Sequence[str], names: list[str]) -> dict[str, set[str]]:
-        """{name key: the ports where the feeds have served records under that key}."""
-        out: dict[str, set[str]] = {}
-        for chunk in _chunks(names):
-            for vessel, port in self.session.execute(
-                select(Record.vessel_key, Record.port_unlocode)
-                .where(Record.feed_id.in_(list(feed_ids)), Record.vessel_key.in_(chunk), Record.commodity.is_not(None))
-                .distinct()
-            ):
-                out.setdefault(vessel, set()).add(port)
-        return out
-
-    def _by_source_rows(self, pairs, feed_id: str, records: pd.DataFrame) -> pd.DataFrame:
-        if (pairs, feed_id) not in self._by_source:
-            self._by_source[(pairs, feed_id)] = merge.merge(records, "by_source")
-        return self._by_source[(pairs, feed_id)]
-
-    def _load(self, feed_ids: Sequence[str], pairs: frozenset[Pair] | None) -> None:
-        missing = [f for f in feed_ids if (pairs, f) not in self._records]
-        if not missing:
-            return
-        if pairs is None:
-            records = load_records(self.session, missing)
-        else:
-            chunks = [tuple_(Record.vessel_key, Record.port_unlocode).in_(c) for c in _chunks(sorted(pairs))]
-            records = load_records_where(self.session, missing, chunks)
-        source = records["source_id"].astype(object).to_numpy()
-        for feed_id in missing:
-            self._records[(pairs, feed_id)] = records[source == feed_id].reset_index(drop=True)
-
-
-def _bring_up_to_date(session: Session, view: MergedView, merges: _Merges | None = None) -> str:
+def _bring_up_to_date(session: Session, view: MergedView, merges: Merges | None = None) -> str:
     """Make `view` reflect its feeds' current records, in `session`'s transaction;
     returns what was done ("current", "incremental" or "full"). The caller holds the
     view (a claim, or the ingest's row lock); `merges` shares loads and merges
     between the views of one transaction."""
     with _page_cache(session):
-        return _update(session, view, merges or _Merges(session))
+        return _update(session, view, merges or Merges(session))
 
 
 @contextmanager
@@ -298,23 +177,24 @@ def _page_cache(session: Session, mib: int = 256):
             session.execute(text("PRAGMA cache_size = -2000"))
 
 
-def _update(session: Session, view: MergedView, merges: _Merges) -> str:
+def _update(session: Session, view: MergedView, merges: Merges) -> str:
     current = _current_versions(session, view.feeds)  # read before the records: never ahead of them
     if view.state == "ready" and view.versions == current:
         return "current"
     touched = _touched(session, view, current) if view.state == "ready" else None
-    loaded, identities = None, None
+    loaded, identities, sources = None, None, None
     if touched and view.mode == "all":  # issue 19 rule 5: names move between keys
         touched, loaded, identities = merges.widened(view, touched)
-    elif touched:
+    elif touched:  # by_source: only the rows of the feeds that changed change
         touched = {(vessel, port) for vessel, port in touched if port is not None}
+        sources = frozenset(f for f in view.feeds if view.versions.get(f) != current.get(f))
     how = "full"
     if touched is not None and len(touched) <= INCREMENTAL_SHARE * max(view.row_count, 1):
-        _merge_pairs(session, view, touched, merges, loaded, identities)
+        _merge_pairs(session, view, touched, merges, loaded, identities, sources)
         how = "incremental"
     else:
         session.execute(delete(MergedRow).where(MergedRow.view_id == view.id))
-        _write(session, view, merges.rows(view), replace=True)
+        _write(session, view, merges.rows(view))
         _analyze(session, view.row_count)
     view.versions, view.state, view.built_at = current, "ready", _now()
     session.flush()
@@ -356,40 +236,38 @@ def _merge_pairs(
     session: Session,
     view: MergedView,
     touched: set[Pair],
-    merges: _Merges,
+    merges: Merges,
     loaded: frozenset[Pair] | None = None,
     identities: Identities | None = None,
+    sources: frozenset[str] | None = None,
 ) -> None:
     """Merge again the records of the `touched` (vessel key, port) pairs and replace
     their rows; `loaded`, when given, are the pairs whose records make those rows
-    (issue 19: name-only records resolved to an IMO), `identities` the view's."""
+    (issue 19: name-only records resolved to an IMO), `identities` the view's;
+    `sources`, for a `by_source` view, the feeds that changed (`replace_pair_rows`
+    writes only their rows)."""
     if not touched:
         return
-    pairs = sorted(touched)
     rows = merges.rows(view, loaded if loaded is not None else frozenset(touched), identities)
-    removed = 0
-    for chunk in _chunks(pairs):
-        removed += session.execute(
-            delete(MergedRow).where(MergedRow.view_id == view.id, tuple_(MergedRow.vessel_key, MergedRow.port_unlocode).in_(chunk))
-        ).rowcount
-    view.row_count -= removed
-    _write(session, view, rows, replace=False)
+    removed, written = replace_pair_rows(session.connection(), view.id, sorted(touched), rows, sources)
+    view.row_count += written - removed
+    view.max_span = max(view.max_span, _max_span(rows))
 
 
-def _write(session: Session, view: MergedView, rows: pd.DataFrame, replace: bool) -> None:
+def _write(session: Session, view: MergedView, rows: pd.DataFrame) -> None:
+    """Write the whole of `view` (its old rows already deleted)."""
     columns, values = table_rows(view.id, rows)
-    written = insert_rows(session.connection(), columns, values)
-    view.row_count = written if replace else view.row_count + written
-    if len(rows):
-        start, end = nanos(rows["combined_date"]), nanos(rows["_span_end"])
-        dated = (start != NAT) & (end != NAT)
-        span = int((end[dated] - start[dated]).max()) if dated.any() else 0
-        view.max_span = max(0 if replace else view.max_span, span)
+    view.row_count = insert_rows(session.connection(), columns, values)
+    view.max_span = _max_span(rows)
 
 
-def _chunks(items: list, size: int = _IN_CHUNK) -> Iterable[list]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+def _max_span(rows: pd.DataFrame) -> int:
+    """The longest schedule span (ns) among merged `rows` with both ends dated."""
+    if not len(rows):
+        return 0
+    start, end = nanos(rows["combined_date"]), nanos(rows["_span_end"])
+    dated = (start != NAT) & (end != NAT)
+    return int((end[dated] - start[dated]).max()) if dated.any() else 0
 
 
 def _now() -> dt.datetime:
@@ -411,7 +289,7 @@ def refresh_feeds(session: Session, feed_ids: Sequence[str]) -> dict[str, int]:
         )
         if wanted & set(feeds)
     ]
-    merges = _Merges(session)
+    merges = Merges(session)
     for view_id in ids:
         view = session.get(MergedView, view_id, with_for_update=True, populate_existing=True)
         if view is not None:

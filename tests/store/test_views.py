@@ -28,7 +28,7 @@ from store.views.query import LineupQuery, parse_query
 from store.merging.records import load_records
 from store.database.schema import Buyer, Feed, MergedRow, MergedView, Record, VesselChange
 from store.reference.taxonomy import default_taxonomy
-from store.views import upkeep
+from store.views import merges, upkeep
 from store.views.lineups import Lineups
 
 PORTS = ("NLRTM", "BEANR", "BRSSZ")
@@ -319,8 +319,8 @@ def test_a_view_is_built_once_when_many_readers_ask_at_once(sessions, monkeypatc
         payload = demo.load_demo(session, 600, 7, dt.date(2024, 3, 1))
         feed_ids = [f.id for f in accounts.entitled_feeds(session, payload["buyer_id"])]
     builds = []
-    original = upkeep._Merges.rows
-    monkeypatch.setattr(upkeep._Merges, "rows", lambda self, view: (builds.append(view.id), original(self, view))[1])
+    original = merges.Merges.rows
+    monkeypatch.setattr(merges.Merges, "rows", lambda self, view: (builds.append(view.id), original(self, view))[1])
     key = upkeep.ViewKey.of("all", feed_ids)
     results, errors = [], []
 

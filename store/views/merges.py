@@ -1,0 +1,146 @@
+"""The merges of the views brought up to date in one transaction (issue 15), and
+which records they take: `store.views.upkeep` asks for the rows of a view, whole or
+of some (vessel key, port) pairs, and for an `all` view the pairs widened by issue
+19's rule 1 (`Merges.widened`); loads and `by_source` merges are shared between the
+views of the transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import pandas as pd
+from sqlalchemy import select, tuple_
+from sqlalchemy.orm import Session
+
+from store.database.schema import MergedView, Record
+from store.merging import columns, merge
+from store.merging.records import load_identities, load_records, load_records_where, names_carried
+from store.merging.resolve import Identities
+
+#: Pairs per IN list (two parameters each; SQLite allows 32,766, PostgreSQL 65,535).
+_IN_CHUNK = 5_000
+Pair = tuple[str, str]
+
+
+class Merges:
+    """The merges of the views brought up to date in one transaction, sharing the
+    work: each feed's records (all of them, or those of one set of touched pairs) are
+    loaded once, and each feed's `by_source` rows merged once (C2.6: a `by_source`
+    view is the union of its feeds' own merges), however many views hold the feed."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        #: (touched pairs or None for all records, feed id) -> records / by_source rows
+        self._records: dict[tuple, pd.DataFrame] = {}
+        self._by_source: dict[tuple, pd.DataFrame] = {}
+
+    def rows(
+        self, view: MergedView, pairs: frozenset[Pair] | None = None, identities: Identities | None = None
+    ) -> pd.DataFrame:
+        """The merged rows of `view` from the current records: all of them, or only
+        those of the (vessel key, port) `pairs`, resolved with `identities` (issue 19
+        rule 1: the whole view's, when only some pairs are merged)."""
+        self._load(view.feeds, pairs)
+        records = [(f, self._records[(pairs, f)]) for f in view.feeds if len(self._records[(pairs, f)])]
+        if not records:
+            return merge.merge(load_records(self.session, []), view.mode)
+        if view.mode == "by_source":
+            return columns.concat([self._by_source_rows(pairs, f, r) for f, r in records])
+        return merge.merge(columns.concat([r for _, r in records]), "all", identities)
+
+    def widened(self, view: MergedView, touched: set[Pair]) -> tuple[set[Pair], frozenset[Pair], Identities]:
+        """For an `all` view (issue 19 rule 1, rule 5): the pairs whose rows to replace,
+        the pairs whose records to merge for them, and the identities those records
+        are resolved with (those of the whole view for every name among them).
+
+        A name-only record's vessel key depends on which IMO numbers its name carries
+        among the view's records, and only a change that makes or breaks such a link
+        changes that (ingest notes a `link`, before and after). So a touched
+        name-only pair (N, port) replaces its rows and those of the IMO numbers N
+        carries at that port; a linked name N moves every name-only record of N, at
+        every port where N has such records, between the key N and the IMO keys N
+        carries now or carried before (those it carries now, or the one linked).
+        Rows keyed by an IMO hold the name-only records resolved to it: those are
+        merged with them, and the identities read are those of the names that have
+        name-only records at the ports of such rows (no other name is resolved).
+        Every lookup goes by index (`records.name_key`, `records.vessel_key`)."""
+        names: dict[str, set[str]] = {}
+        linked: dict[str, set[str]] = {}
+        for vessel, port in touched:
+            if port is None:  # a link (`link`)
+                imo, name = link_parts(vessel)
+                linked.setdefault(name, set()).add(imo)
+                names.setdefault(name, set())
+            elif vessel.startswith("NAME:"):
+                names.setdefault(vessel, set()).add(port)
+        identities = load_identities(self.session, view.feeds, names)
+        replaced = {(vessel, port) for vessel, port in touched if port is not None}
+        for name, ports in self._name_ports(view.feeds, sorted(linked)).items():
+            names[name] |= ports
+        for name, ports in names.items():
+            candidates = set(identities.imos(name)) | linked.get(name, set())
+            for port in ports:
+                replaced.add((name, port))
+                replaced.update((imo, port) for imo in candidates)
+        identities = identities.union(self._resolving(view, replaced, set(names)))
+        names_of = identities.names_of()
+        loaded = set(replaced)
+        for vessel, port in replaced:
+            loaded.update((name, port) for name in names_of.get(vessel, ()))
+        return replaced, frozenset(loaded), identities
+
+    def _resolving(self, view: MergedView, replaced: set[Pair], known: set[str]) -> Identities:
+        """The identities of the names (other than `known`) that may resolve to the
+        IMO key of a `replaced` pair: the names that the records of that IMO number
+        carry and that have name-only records at that pair's port (no other name-only
+        record can join the pair's rows)."""
+        ports: dict[str, set[str]] = {}
+        for vessel, port in replaced:
+            if vessel.startswith("IMO"):
+                ports.setdefault(vessel, set()).add(port)
+        carried = [(imo, name) for imo, name in names_carried(self.session, view.feeds, ports) if name not in known]
+        name_ports = self._name_ports(view.feeds, sorted({name for _, name in carried}))
+        others = {name for imo, name in carried if name_ports.get(name, set()) & ports[imo]}
+        return load_identities(self.session, view.feeds, others) if others else Identities()
+
+    def _name_ports(self, feed_ids: Sequence[str], names: list[str]) -> dict[str, set[str]]:
+        """{name key: the ports where the feeds have served records under that key}."""
+        out: dict[str, set[str]] = {}
+        for chunk in _chunks(names):
+            for vessel, port in self.session.execute(
+                select(Record.vessel_key, Record.port_unlocode)
+                .where(Record.feed_id.in_(list(feed_ids)), Record.vessel_key.in_(chunk), Record.commodity.is_not(None))
+                .distinct()
+            ):
+                out.setdefault(vessel, set()).add(port)
+        return out
+
+    def _by_source_rows(self, pairs, feed_id: str, records: pd.DataFrame) -> pd.DataFrame:
+        if (pairs, feed_id) not in self._by_source:
+            self._by_source[(pairs, feed_id)] = merge.merge(records, "by_source")
+        return self._by_source[(pairs, feed_id)]
+
+    def _load(self, feed_ids: Sequence[str], pairs: frozenset[Pair] | None) -> None:
+        missing = [f for f in feed_ids if (pairs, f) not in self._records]
+        if not missing:
+            return
+        if pairs is None:
+            records = load_records(self.session, missing)
+        else:
+            chunks = [tuple_(Record.vessel_key, Record.port_unlocode).in_(c) for c in _chunks(sorted(pairs))]
+            records = load_records_where(self.session, missing, chunks)
+        source = records["source_id"].astype(object).to_numpy()
+        for feed_id in missing:
+            self._records[(pairs, feed_id)] = records[source == feed_id].reset_index(drop=True)
+
+
+def link_parts(entry: str) -> tuple[str, str]:
+    """(IMO key, name key) of a change-log link (`store.views.upkeep.link`)."""
+    imo, name = entry.removeprefix("LINK:").split(":", 1)
+    return imo, "NAME:" + name
+
+
+def _chunks(items: list, size: int = _IN_CHUNK) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
