@@ -36,13 +36,16 @@ class Merges:
         self._by_source: dict[tuple, pd.DataFrame] = {}
 
     def rows(
-        self, view: MergedView, pairs: frozenset[Pair] | None = None, identities: Identities | None = None
+        self, view: MergedView, pairs: frozenset[Pair] | None = None, identities: Identities | None = None,
+        sources: frozenset[str] | None = None,
     ) -> pd.DataFrame:
         """The merged rows of `view` from the current records: all of them, or only
         those of the (vessel key, port) `pairs`, resolved with `identities` (issue 19
-        rule 1: the whole view's, when only some pairs are merged)."""
-        self._load(view.feeds, pairs)
-        records = [(f, self._records[(pairs, f)]) for f in view.feeds if len(self._records[(pairs, f)])]
+        rule 1: the whole view's, when only some pairs are merged); of a `by_source`
+        view, only the rows of the feeds `sources` when given."""
+        feeds = [f for f in view.feeds if sources is None or f in sources]
+        self._load(feeds, pairs)
+        records = [(f, self._records[(pairs, f)]) for f in feeds if len(self._records[(pairs, f)])]
         if not records:
             return merge.merge(load_records(self.session, []), view.mode)
         if view.mode == "by_source":

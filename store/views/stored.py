@@ -13,7 +13,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Connection, delete, tuple_
+from sqlalchemy import Connection, delete, select, tuple_
 
 from store.fields import RECORD_FIELDS, TIME_FIELDS, is_blank
 from store.database.schema import MergedRow
@@ -26,8 +26,6 @@ COLUMNS: tuple[str, ...] = tuple(column.name for column in MergedRow.__table__.c
 #: What a read takes: the served fields (C1) and what the engine's frames carry beside.
 READ_COLUMNS: tuple[str, ...] = (*RECORD_FIELDS, "vessel_key", "commodity_key", "span_end", "members")
 _INTEGERS = frozenset({"sort_key", "view_id", "members", "dwt", "span_end", *TIME_FIELDS})
-#: Where a row of `COLUMNS` holds these.
-_AT = {name: COLUMNS.index(name) for name in ("view_id", "sort_key", "id", "source_id", "is_top")}
 #: (vessel key, port) pairs per IN list (two parameters each; SQLite allows 32,766).
 _PAIRS_CHUNK = 5_000
 
@@ -72,18 +70,23 @@ def tops(merged: pd.DataFrame) -> np.ndarray:
     """Per row, whether C3's `latest` keeps it of its (vessel key, port) among all of
     `merged`: the latest combined_date (any over none), then the latest updated_at,
     then the lowest id. Blank vessel keys count as one vessel, as in the table."""
-    if merged.empty:
+    vessels = merged["vessel_key"].astype(object).where(merged["vessel_key"].notna(), "")
+    return _tops(vessels, merged["port_unlocode"], nanos(merged["combined_date"]), nanos(merged["updated_at"]), merged["id"])
+
+
+def _tops(vessels, ports, dates: np.ndarray, updated: np.ndarray, ids) -> np.ndarray:
+    """`tops` on columns: times as int64 ns, NAT for none."""
+    if not len(dates):
         return np.zeros(0, dtype=bool)
-    vessel = pd.factorize(merged["vessel_key"].astype(object).where(merged["vessel_key"].notna(), ""))[0]
-    port = pd.factorize(merged["port_unlocode"])[0]
+    vessel, port = pd.factorize(vessels)[0], pd.factorize(ports)[0]
     # Ranks, exact (ns as float would round): NaT is the smallest int64, so it loses.
-    date = pd.factorize(nanos(merged["combined_date"]), sort=True)[0]
-    updated = pd.factorize(nanos(merged["updated_at"]), sort=True)[0]
-    ids = pd.factorize(merged["id"], sort=True)[0]  # the lower id wins ties
-    order = np.lexsort((ids, -updated, -date, port, vessel))
+    date = pd.factorize(dates, sort=True)[0]
+    later = pd.factorize(updated, sort=True)[0]
+    ranks = pd.factorize(ids, sort=True)[0]  # the lower id wins ties
+    order = np.lexsort((ranks, -later, -date, port, vessel))
     first = np.ones(len(order), dtype=bool)
     first[1:] = (vessel[order][1:] != vessel[order][:-1]) | (port[order][1:] != port[order][:-1])
-    top = np.zeros(len(merged), dtype=bool)
+    top = np.zeros(len(dates), dtype=bool)
     top[order[first]] = True
     return top
 
@@ -136,52 +139,92 @@ def replace_pair_rows(
     sources: frozenset[str] | None = None,
 ) -> tuple[int, int]:
     """Replace the view's rows of the (vessel key, port) `pairs` with `merged`, the
-    merge of those pairs' records (C3's `is_top` is worked out among all of them);
-    returns `(removed, written)`.
-
-    With `sources` (a `by_source` view of which only those feeds changed), only the
-    rows of those feeds are deleted and written: each feed's `by_source` rows are
-    its own merge (C2.6), so the other feeds' rows stay as they are and only their
-    `is_top` marks are set, where the pair's latest row moved. Every row deleted or
-    written touches the table and its five indexes, and those pages are most of the
-    commit: a daily update into one feed of a twenty-feed view writes about a fifth
-    of the rows it used to."""
-    columns, rows = table_rows(view_id, merged)
-    table = MergedRow.__table__
-    where = [table.c.view_id == view_id]
-    kept: list[tuple] = []
+    merge of those pairs' records; returns `(removed, written)`. With `sources`, see
+    `_replace_feed_rows`."""
     if sources is not None:
-        where.append(table.c.source_id.in_(sorted(sources)))
-        source = _AT["source_id"]
-        rows = list(rows)
-        kept = [row for row in rows if row[source] not in sources]
-        rows = iter([row for row in rows if row[source] in sources])
+        return _replace_feed_rows(connection, view_id, pairs, merged, sources)
+    table = MergedRow.__table__
     removed = 0
-    for start in range(0, len(pairs), _PAIRS_CHUNK):
-        chunk = list(pairs[start : start + _PAIRS_CHUNK])
+    for chunk in _pair_chunks(pairs):
         pair = tuple_(table.c.vessel_key, table.c.port_unlocode)
-        removed += connection.execute(delete(table).where(*where, pair.in_(chunk))).rowcount
-    written = insert_rows(connection, columns, rows)
-    _set_tops(connection, kept)
-    return removed, written
+        removed += connection.execute(delete(table).where(table.c.view_id == view_id, pair.in_(chunk))).rowcount
+    return removed, insert_rows(connection, *table_rows(view_id, merged))
 
 
-def _set_tops(connection: Connection, rows: Sequence[tuple]) -> None:
-    """Give the stored `rows` (tuples of `COLUMNS`, found by primary key) their
-    `is_top` mark, writing only those where it differs."""
+def _replace_feed_rows(
+    connection: Connection, view_id: int, pairs: Sequence[tuple[str, str]], merged: pd.DataFrame, sources: frozenset[str]
+) -> tuple[int, int]:
+    """For a `by_source` view of which only the feeds `sources` changed: `merged`
+    holds only those feeds' rows of the pairs, and only their rows are deleted and
+    written. Each feed's `by_source` rows are its own merge (C2.6), so the other
+    feeds' rows stay as they are and need not be loaded or merged again; only the
+    `is_top` marks (C3's `latest`, within a pair) are worked out again among the
+    stored rows kept and the new ones, and written where they moved. Every row
+    deleted or written touches the table and its five indexes, and those pages are
+    most of the commit: a daily update into one feed of a twenty-feed view writes
+    about a fifth of the rows it used to."""
+    stored = _marks(connection, view_id, pairs)
+    kept = [row for row in stored if row[_SOURCE] not in sources]
+    _delete_keys(connection, view_id, [row for row in stored if row[_SOURCE] in sources])
+    columns, rows = table_rows(view_id, merged)
+    new = list(rows)
+    at = {name: columns.index(name) for name in _MARK_COLUMNS}
+    both = [tuple(row[at[name]] for name in _MARK_COLUMNS) for row in new] + kept
+    top = _stored_tops(both)
+    top_at = at["is_top"]
+    new = [(*row[:top_at], int(mark), *row[top_at + 1 :]) for row, mark in zip(new, top[: len(new)])]
+    moved = [(int(mark), view_id, row[0], row[1]) for row, mark in zip(kept, top[len(new) :]) if mark != row[_TOP]]
+    _execute_many(connection, "UPDATE merged_rows SET is_top = {m} WHERE view_id = {m} AND sort_key = {m} AND id = {m}", moved)
+    return len(stored) - len(kept), insert_rows(connection, columns, iter(new))
+
+
+#: What `_replace_feed_rows` reads of the stored rows (the primary key first).
+_MARK_COLUMNS = ("sort_key", "id", "source_id", "vessel_key", "port_unlocode", "combined_date", "updated_at", "is_top")
+_SOURCE, _TOP = _MARK_COLUMNS.index("source_id"), _MARK_COLUMNS.index("is_top")
+
+
+def _marks(connection: Connection, view_id: int, pairs: Sequence[tuple[str, str]]) -> list[tuple]:
+    """The view's stored rows of `pairs`, as tuples of `_MARK_COLUMNS`."""
+    table = MergedRow.__table__
+    statement = select(*(table.c[name] for name in _MARK_COLUMNS)).where(table.c.view_id == view_id)
+    out: list[tuple] = []
+    for chunk in _pair_chunks(pairs):
+        pair = tuple_(table.c.vessel_key, table.c.port_unlocode)
+        out += [tuple(row) for row in connection.execute(statement.where(pair.in_(chunk)))]
+    return out
+
+
+def _stored_tops(rows: list[tuple]) -> np.ndarray:
+    """`tops` of rows given as tuples of `_MARK_COLUMNS` (times as int ns or None)."""
     if not rows:
+        return np.zeros(0, dtype=bool)
+    _, ids, _, vessels, ports, dates, updated, _ = (np.array(column, dtype=object) for column in zip(*rows))
+    dates = np.where(dates == None, NAT, dates).astype(np.int64)  # noqa: E711 - elementwise
+    return _tops(vessels, ports, dates, updated.astype(np.int64), ids)
+
+
+def _delete_keys(connection: Connection, view_id: int, rows: list[tuple]) -> None:
+    """Delete the rows (tuples whose first two values are sort_key and id) of the view."""
+    keys = [(view_id, row[0], row[1]) for row in rows]
+    _execute_many(connection, "DELETE FROM merged_rows WHERE view_id = {m} AND sort_key = {m} AND id = {m}", keys)
+
+
+def _execute_many(connection: Connection, statement: str, params: list[tuple]) -> None:
+    """`statement` (`{m}` for each parameter mark) once per tuple of `params`, with
+    the driver's executemany in the connection's transaction."""
+    if not params:
         return
     mark = "?" if connection.dialect.name == "sqlite" else "%s"
-    statement = (
-        f"UPDATE merged_rows SET is_top = {mark} "
-        f"WHERE view_id = {mark} AND sort_key = {mark} AND id = {mark} AND is_top <> {mark}"
-    )
-    view_id, sort_key, id_, top = (_AT[name] for name in ("view_id", "sort_key", "id", "is_top"))
     cursor = connection.connection.cursor()
     try:
-        cursor.executemany(statement, [(row[top], row[view_id], row[sort_key], row[id_], row[top]) for row in rows])
+        cursor.executemany(statement.format(m=mark), params)
     finally:
         cursor.close()
+
+
+def _pair_chunks(pairs: Sequence[tuple[str, str]]) -> Iterator[list]:
+    for start in range(0, len(pairs), _PAIRS_CHUNK):
+        yield list(pairs[start : start + _PAIRS_CHUNK])
 
 
 def frame_of(rows: Sequence[Sequence], columns: Sequence[str] = READ_COLUMNS) -> pd.DataFrame:

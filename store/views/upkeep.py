@@ -248,7 +248,7 @@ def _merge_pairs(
     writes only their rows)."""
     if not touched:
         return
-    rows = merges.rows(view, loaded if loaded is not None else frozenset(touched), identities)
+    rows = merges.rows(view, loaded if loaded is not None else frozenset(touched), identities, sources)
     removed, written = replace_pair_rows(session.connection(), view.id, sorted(touched), rows, sources)
     view.row_count += written - removed
     view.max_span = max(view.max_span, _max_span(rows))
