@@ -238,18 +238,25 @@ def test_issue_19_rule_1_a_feed_the_buyer_cannot_see_teaches_no_imo_and_changes_
         assert set(session.scalars(select(MergedRow.vessel_key))) == {"NAME:HARMONY PACIFIC", "IMO9345934"}
 
 
-def test_issue_19_rule_5_an_ingest_that_gives_or_takes_a_names_imo_re_merges_its_rows(sessions):
+def _harmony_store(sessions) -> tuple[str, str, str]:
+    """Feeds Alpha and Bravo at Santos, a buyer who sees both, and Bravo's name-only
+    "Harmony Pacific" at Santos among fillers at two ports: (alpha, bravo, buyer) ids."""
     with transaction(sessions) as session:
         alpha = feeds.add_feed(session, "Alpha Lineups", ["BRSSZ"]).id
         bravo = feeds.add_feed(session, "Bravo Port Data", ["BRSSZ"]).id
         buyer = accounts.add_buyer(session, "Sees both").id
         for feed_id in (alpha, bravo):
             accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_id), "active")
-    lineups = Lineups(sessions)
     upsert(sessions, bravo, pd.concat([
         _one_row("BRSSZ", "", "Harmony Pacific", "b1"),
         *(_one_row(port, "", f"Filler {i}", f"f{i}{port}") for i in range(6) for port in ("BRSSZ", "NLRTM")),
     ], ignore_index=True))
+    return alpha, bravo, buyer
+
+
+def test_issue_19_rule_5_an_ingest_that_gives_or_takes_a_names_imo_re_merges_its_rows(sessions):
+    alpha, bravo, buyer = _harmony_store(sessions)
+    lineups = Lineups(sessions)
     upsert(sessions, alpha, _one_row("BRSSZ", "9074729", "Ocean Grace", "a0"))
     assert len(lineups.frame(buyer, LineupQuery())) == 14
 
@@ -282,17 +289,8 @@ def test_issue_19_rule_5_a_commodity_given_or_blanked_on_an_imo_record_re_merges
     revision that gives an IMO record its commodity, or blanks it, makes or breaks the
     name's link without changing the IMO or the name; so does a new served record of
     an IMO and name that only an unserved record of the feed carried before."""
-    with transaction(sessions) as session:
-        alpha = feeds.add_feed(session, "Alpha Lineups", ["BRSSZ"]).id
-        bravo = feeds.add_feed(session, "Bravo Port Data", ["BRSSZ"]).id
-        buyer = accounts.add_buyer(session, "Sees both").id
-        for feed_id in (alpha, bravo):
-            accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_id), "active")
+    alpha, bravo, buyer = _harmony_store(sessions)
     lineups = Lineups(sessions)
-    upsert(sessions, bravo, pd.concat([
-        _one_row("BRSSZ", "", "Harmony Pacific", "b1"),
-        *(_one_row(port, "", f"Filler {i}", f"f{i}{port}") for i in range(6) for port in ("BRSSZ", "NLRTM")),
-    ], ignore_index=True))
     upsert(sessions, alpha, _one_row("NLRTM", "9345934", "HARMONY PACIFIC", "a1", commodity=""))
 
     def santos_key() -> str:
