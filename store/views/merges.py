@@ -25,15 +25,21 @@ Pair = tuple[str, str]
 
 class Merges:
     """The merges of the views brought up to date in one transaction, sharing the
-    work: each feed's records (all of them, or those of one set of touched pairs) are
-    loaded once, and each feed's `by_source` rows merged once (C2.6: a `by_source`
-    view is the union of its feeds' own merges), however many views hold the feed."""
+    work: each feed's records are loaded once (all of them, per feed; or those of
+    the pairs asked, for every feed of the transaction's views at once, so that views
+    whose widened pairs differ load only the pairs no view asked before), and each
+    feed's `by_source` rows merged once (C2.6: a `by_source` view is the union of its
+    feeds' own merges), however many views hold the feed."""
 
-    def __init__(self, session: Session):
+    def __init__(self, session: Session, feeds: Iterable[str] = ()):
         self.session = session
-        #: (touched pairs or None for all records, feed id) -> records / by_source rows
-        self._records: dict[tuple, pd.DataFrame] = {}
+        #: feed id -> all its records; (pairs, feed id) -> by_source rows
+        self._records: dict[str, pd.DataFrame] = {}
         self._by_source: dict[tuple, pd.DataFrame] = {}
+        #: The records of the pairs in `_pairs` of every feed in `_feeds`, in parts.
+        self._feeds: set[str] = set(feeds)
+        self._pairs: set[Pair] = set()
+        self._parts: list[pd.DataFrame] = []
 
     def rows(
         self, view: MergedView, pairs: frozenset[Pair] | None = None, identities: Identities | None = None,
@@ -44,8 +50,7 @@ class Merges:
         rule 1: the whole view's, when only some pairs are merged); of a `by_source`
         view, only the rows of the feeds `sources` when given."""
         feeds = [f for f in view.feeds if sources is None or f in sources]
-        self._load(feeds, pairs)
-        records = [(f, self._records[(pairs, f)]) for f in feeds if len(self._records[(pairs, f)])]
+        records = [(f, r) for f, r in self._records_of(feeds, pairs) if len(r)]
         if not records:
             return merge.merge(load_records(self.session, []), view.mode)
         if view.mode == "by_source":
@@ -124,18 +129,34 @@ class Merges:
             self._by_source[(pairs, feed_id)] = merge.merge(records, "by_source")
         return self._by_source[(pairs, feed_id)]
 
-    def _load(self, feed_ids: Sequence[str], pairs: frozenset[Pair] | None) -> None:
-        missing = [f for f in feed_ids if (pairs, f) not in self._records]
-        if not missing:
-            return
+    def _records_of(self, feeds: Sequence[str], pairs: frozenset[Pair] | None) -> list[tuple[str, pd.DataFrame]]:
+        """Per feed of `feeds`, its records (of the `pairs`, when given)."""
         if pairs is None:
-            records = load_records(self.session, missing)
-        else:
-            chunks = [tuple_(Record.vessel_key, Record.port_unlocode).in_(c) for c in _chunks(sorted(pairs))]
-            records = load_records_where(self.session, missing, chunks)
-        source = records["source_id"].astype(object).to_numpy()
-        for feed_id in missing:
-            self._records[(pairs, feed_id)] = records[source == feed_id].reset_index(drop=True)
+            missing = [f for f in feeds if f not in self._records]
+            if missing:
+                records = load_records(self.session, missing)
+                source = records["source_id"].astype(object).to_numpy()
+                for feed_id in missing:
+                    self._records[feed_id] = records[source == feed_id].reset_index(drop=True)
+            return [(f, self._records[f]) for f in feeds]
+        self._load_pairs(feeds, pairs)
+        frame = self._parts[0] if len(self._parts) == 1 else columns.concat(self._parts)
+        self._parts = [frame]
+        source = frame["source_id"].astype(object).to_numpy()
+        keys = pd.MultiIndex.from_arrays([frame["vessel_key"].astype(object), frame["port_unlocode"].astype(object)])
+        wanted = keys.isin(list(pairs))
+        return [(f, frame[wanted & (source == f)].reset_index(drop=True)) for f in feeds]
+
+    def _load_pairs(self, feeds: Sequence[str], pairs: frozenset[Pair]) -> None:
+        """Load the records of the pairs not loaded yet, for every feed known."""
+        if not self._feeds.issuperset(feeds):  # a feed not known when the loads began
+            self._feeds.update(feeds)
+            self._pairs, self._parts = set(), []
+        needed = sorted(pairs - self._pairs)
+        if needed or not self._parts:
+            chunks = [tuple_(Record.vessel_key, Record.port_unlocode).in_(c) for c in _chunks(needed)]
+            self._parts.append(load_records_where(self.session, sorted(self._feeds), chunks))
+            self._pairs.update(needed)
 
 
 def link_parts(entry: str) -> tuple[str, str]:

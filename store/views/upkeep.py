@@ -282,14 +282,15 @@ def refresh_feeds(session: Session, feed_ids: Sequence[str]) -> dict[str, int]:
     ingests never deadlock. Returns how many views were refreshed each way."""
     wanted = set(feed_ids)
     done = {"incremental": 0, "full": 0, "current": 0}
-    ids = [
-        view_id
+    views = [
+        (view_id, feeds)
         for view_id, feeds in session.execute(
             select(MergedView.id, MergedView.feeds).where(MergedView.state == "ready").order_by(MergedView.id)
         )
         if wanted & set(feeds)
     ]
-    merges = Merges(session)
+    ids = [view_id for view_id, _ in views]
+    merges = Merges(session, {f for _, feeds in views for f in feeds})
     for view_id in ids:
         view = session.get(MergedView, view_id, with_for_update=True, populate_existing=True)
         if view is not None:
