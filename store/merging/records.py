@@ -51,50 +51,66 @@ def load_identities(session: Session, feed_ids: Iterable[str], names: Iterable[s
     the name keys that records with an IMO number carry, with the feeds that give each;
     only of the name keys `names` when given (read by index: `records.name_key`)."""
     feed_ids = sorted(set(feed_ids))
-    where = [
+    statement = select(Record.name_key, Record.vessel_key, Feed.name).join(Feed, Feed.id == Record.feed_id).distinct()
+    if names is None:
+        return Identities.of_keys(session.execute(statement.where(*_identity_where(feed_ids))).all())
+    return Identities.of_keys(_in_chunks(session, statement.where(*_identity_where(feed_ids)), Record.name_key, names))
+
+
+def identity_rows(session: Session, feed_ids: Iterable[str], names: Iterable[str]) -> list[tuple[str, str, str]]:
+    """As `load_identities` of `names`, as rows (name key, IMO key, feed id): for a
+    caller that keeps them for several sets of feeds."""
+    statement = select(Record.name_key, Record.vessel_key, Record.feed_id).distinct()
+    return _in_chunks(session, statement.where(*_identity_where(sorted(set(feed_ids)))), Record.name_key, names)
+
+
+def _identity_where(feed_ids: list[str]) -> list:
+    return [
         Record.feed_id.in_(feed_ids),
         Record.vessel_key.like("IMO%"),
         Record.name_key.is_not(None),
         Record.commodity.is_not(None),
     ]
-    statement = select(Record.name_key, Record.vessel_key, Feed.name).join(Feed, Feed.id == Record.feed_id).distinct()
-    if names is None:
-        return Identities.of_keys(session.execute(statement.where(*where)).all())
-    names = sorted(set(names))
-    rows: list = []
-    for start in range(0, len(names), _IN_LIST):
-        chunk = names[start : start + _IN_LIST]
-        rows += session.execute(statement.where(*where, Record.name_key.in_(chunk))).all()
-    return Identities.of_keys(rows)
 
 
 def name_keys_of(session: Session, feed_ids: Iterable[str], vessel_keys: Iterable[str]) -> set[str]:
     """The name keys that the served records of `feed_ids` with vessel key in
     `vessel_keys` carry."""
-    return {name for _, name in names_carried(session, feed_ids, vessel_keys)}
+    return {name for _, name, _ in names_carried(session, feed_ids, vessel_keys)}
 
 
-def names_carried(session: Session, feed_ids: Iterable[str], vessel_keys: Iterable[str]) -> set[tuple[str, str]]:
-    """The (vessel key, name key) pairs of the served records of `feed_ids` with
+def names_carried(session: Session, feed_ids: Iterable[str], vessel_keys: Iterable[str]) -> list[tuple[str, str, str]]:
+    """The (vessel key, name key, feed id) of the served records of `feed_ids` with
     vessel key in `vessel_keys`. Null names are dropped here, not in SQL: with
     `name_key IS NOT NULL` in the statement SQLite walks `(feed_id, name_key)` over
     every record of the feeds instead of probing `(feed_id, vessel_key)` (0.7 s
     instead of 0.1 s for 1,000 keys at 250,000 records)."""
-    vessel_keys = sorted(set(vessel_keys))
-    out: set[tuple[str, str]] = set()
-    for start in range(0, len(vessel_keys), _IN_LIST):
-        out.update(
-            session.execute(
-                select(Record.vessel_key, Record.name_key)
-                .where(
-                    Record.feed_id.in_(sorted(set(feed_ids))),
-                    Record.vessel_key.in_(vessel_keys[start : start + _IN_LIST]),
-                    Record.commodity.is_not(None),
-                )
-                .distinct()
-            ).tuples()
-        )
-    return {(vessel, name) for vessel, name in out if name is not None}
+    statement = (
+        select(Record.vessel_key, Record.name_key, Record.feed_id)
+        .where(Record.feed_id.in_(sorted(set(feed_ids))), Record.commodity.is_not(None))
+        .distinct()
+    )
+    return [row for row in _in_chunks(session, statement, Record.vessel_key, vessel_keys) if row[1] is not None]
+
+
+def name_ports(session: Session, feed_ids: Iterable[str], names: Iterable[str]) -> list[tuple[str, str, str]]:
+    """The (name key, port, feed id) of the served name-only records of `feed_ids`
+    (vessel key `NAME:…`) under the name keys `names`."""
+    statement = (
+        select(Record.vessel_key, Record.port_unlocode, Record.feed_id)
+        .where(Record.feed_id.in_(sorted(set(feed_ids))), Record.commodity.is_not(None))
+        .distinct()
+    )
+    return _in_chunks(session, statement, Record.vessel_key, names)
+
+
+def _in_chunks(session: Session, statement, column, values: Iterable[str]) -> list[tuple]:
+    """The rows of `statement` where `column` is one of `values`, an IN list at a time."""
+    values = sorted(set(values))
+    rows: list[tuple] = []
+    for start in range(0, len(values), _IN_LIST):
+        rows += session.execute(statement.where(column.in_(values[start : start + _IN_LIST]))).all()
+    return rows
 
 
 #: Values per IN list (SQLite allows 32,766 parameters, PostgreSQL 65,535).

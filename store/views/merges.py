@@ -13,9 +13,9 @@ import pandas as pd
 from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session
 
-from store.database.schema import MergedView, Record
+from store.database.schema import Feed, MergedView, Record
 from store.merging import columns, merge
-from store.merging.records import load_identities, load_records, load_records_where, names_carried
+from store.merging.records import identity_rows, load_records, load_records_where, name_ports, names_carried
 from store.merging.resolve import Identities
 
 #: Pairs per IN list (two parameters each; SQLite allows 32,766, PostgreSQL 65,535).
@@ -29,17 +29,22 @@ class Merges:
     the pairs asked, for every feed of the transaction's views at once, so that views
     whose widened pairs differ load only the pairs no view asked before), and each
     feed's `by_source` rows merged once (C2.6: a `by_source` view is the union of its
-    feeds' own merges), however many views hold the feed."""
+    feeds' own merges), however many views hold the feed. The index lookups of the
+    widening (`widened`) are shared the same way: read once per key for every feed,
+    then kept to each view's feeds."""
 
     def __init__(self, session: Session, feeds: Iterable[str] = ()):
         self.session = session
         #: feed id -> all its records; (pairs, feed id) -> by_source rows
         self._records: dict[str, pd.DataFrame] = {}
         self._by_source: dict[tuple, pd.DataFrame] = {}
-        #: The records of the pairs in `_pairs` of every feed in `_feeds`, in parts.
+        #: The records of the pairs in `_pairs` of every feed in `_feeds`, in parts,
+        #: and the lookups (`_lookup`) of every feed in `_feeds`.
         self._feeds: set[str] = set(feeds)
         self._pairs: set[Pair] = set()
         self._parts: list[pd.DataFrame] = []
+        self._lookups: dict[str, dict[str, list[tuple]]] = {}
+        self._feed_names: dict[str, str] | None = None
 
     def rows(
         self, view: MergedView, pairs: frozenset[Pair] | None = None, identities: Identities | None = None,
@@ -82,7 +87,7 @@ class Merges:
                 names.setdefault(name, set())
             elif vessel.startswith("NAME:"):
                 names.setdefault(vessel, set()).add(port)
-        identities = load_identities(self.session, view.feeds, names)
+        identities = self._identities(view.feeds, names)
         replaced = {(vessel, port) for vessel, port in touched if port is not None}
         for name, ports in self._name_ports(view.feeds, sorted(linked)).items():
             names[name] |= ports
@@ -107,22 +112,48 @@ class Merges:
         for vessel, port in replaced:
             if vessel.startswith("IMO"):
                 ports.setdefault(vessel, set()).add(port)
-        carried = [(imo, name) for imo, name in names_carried(self.session, view.feeds, ports) if name not in known]
-        name_ports = self._name_ports(view.feeds, sorted({name for _, name in carried}))
-        others = {name for imo, name in carried if name_ports.get(name, set()) & ports[imo]}
-        return load_identities(self.session, view.feeds, others) if others else Identities()
+        carried = {(imo, name) for imo, name, _ in self._lookup(names_carried, view.feeds, ports) if name not in known}
+        at = self._name_ports(view.feeds, {name for _, name in carried})
+        return self._identities(view.feeds, {name for imo, name in carried if at.get(name, set()) & ports[imo]})
 
-    def _name_ports(self, feed_ids: Sequence[str], names: list[str]) -> dict[str, set[str]]:
+    def _identities(self, feed_ids: Sequence[str], names: Iterable[str]) -> Identities:
+        """Rule 1's identities among the served records of `feed_ids` of the name keys
+        `names` (as `store.merging.records.load_identities`)."""
+        if self._feed_names is None:
+            self._feed_names = dict(self.session.execute(select(Feed.id, Feed.name)).all())
+        rows = self._lookup(identity_rows, feed_ids, names)
+        return Identities.of_keys((name, imo, self._feed_names[feed]) for name, imo, feed in rows)
+
+    def _name_ports(self, feed_ids: Sequence[str], names: Iterable[str]) -> dict[str, set[str]]:
         """{name key: the ports where the feeds have served records under that key}."""
         out: dict[str, set[str]] = {}
-        for chunk in _chunks(names):
-            for vessel, port in self.session.execute(
-                select(Record.vessel_key, Record.port_unlocode)
-                .where(Record.feed_id.in_(list(feed_ids)), Record.vessel_key.in_(chunk), Record.commodity.is_not(None))
-                .distinct()
-            ):
-                out.setdefault(vessel, set()).add(port)
+        for name, port, _ in self._lookup(name_ports, feed_ids, names):
+            out.setdefault(name, set()).add(port)
         return out
+
+    def _lookup(self, read, feed_ids: Sequence[str], keys: Iterable[str]) -> list[tuple]:
+        """The rows `(key, value, feed id)` that `read(session, feeds, keys)` gives for
+        `keys` among the records of `feed_ids`: each key read once for every feed of
+        the transaction's views (the views ask for the same keys, each among its own
+        feeds), then kept to `feed_ids`."""
+        self._know(feed_ids)
+        cache = self._lookups.setdefault(read.__name__, {})
+        keys = set(keys)
+        missing = keys - cache.keys()
+        if missing:
+            for key in missing:
+                cache[key] = []
+            for row in read(self.session, sorted(self._feeds), missing):
+                cache[row[0]].append(tuple(row))
+        wanted = set(feed_ids)
+        return [row for key in keys for row in cache[key] if row[2] in wanted]
+
+    def _know(self, feed_ids: Sequence[str]) -> None:
+        """Make `feed_ids` among the feeds that loads and lookups cover (starting
+        them over when one was not)."""
+        if not self._feeds.issuperset(feed_ids):
+            self._feeds.update(feed_ids)
+            self._pairs, self._parts, self._lookups = set(), [], {}
 
     def _by_source_rows(self, pairs, feed_id: str, records: pd.DataFrame) -> pd.DataFrame:
         if (pairs, feed_id) not in self._by_source:
@@ -149,9 +180,7 @@ class Merges:
 
     def _load_pairs(self, feeds: Sequence[str], pairs: frozenset[Pair]) -> None:
         """Load the records of the pairs not loaded yet, for every feed known."""
-        if not self._feeds.issuperset(feeds):  # a feed not known when the loads began
-            self._feeds.update(feeds)
-            self._pairs, self._parts = set(), []
+        self._know(feeds)
         needed = sorted(pairs - self._pairs)
         if needed or not self._parts:
             chunks = [tuple_(Record.vessel_key, Record.port_unlocode).in_(c) for c in _chunks(needed)]
