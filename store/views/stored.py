@@ -9,6 +9,7 @@ shaped like the merge engine's output, which the JSON and CSV renderers take.
 
 from __future__ import annotations
 
+import itertools
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -113,24 +114,11 @@ def _folded(series: pd.Series) -> list:
 def insert_rows(connection: Connection, columns: Sequence[str], rows: Iterator[tuple], chunk: int = 20_000) -> int:
     """Write `rows` into `merged_rows` with the driver's executemany, a chunk at a
     time, in the connection's transaction; returns how many were written."""
-    sqlite = connection.dialect.name == "sqlite"
-    mark = "?" if sqlite else "%s"
-    statement = f"INSERT INTO merged_rows ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
-    cursor = connection.connection.cursor()
-    written = 0
-    try:
-        batch: list[tuple] = []
-        for row in rows:
-            batch.append(row)
-            if len(batch) >= chunk:
-                cursor.executemany(statement, batch)
-                written += len(batch)
-                batch = []
-        if batch:
-            cursor.executemany(statement, batch)
-            written += len(batch)
-    finally:
-        cursor.close()
+    statement = f"INSERT INTO merged_rows ({', '.join(columns)}) VALUES ({', '.join(['{m}'] * len(columns))})"
+    rows, written = iter(rows), 0
+    while batch := list(itertools.islice(rows, chunk)):
+        _execute_many(connection, statement, batch)
+        written += len(batch)
     return written
 
 
