@@ -82,15 +82,15 @@ def _leaves_of(taxonomy: Taxonomy, names: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def filters(
-    table, query: LineupQuery, taxonomy: Taxonomy, max_span: int, indexed: bool = True, only: str | None = None,
+    table, query: LineupQuery, taxonomy: Taxonomy, max_span: int, indexed: bool = True, by_commodity: bool = False,
 ) -> list[ColumnElement]:
     """The row filters of `query` (C3) on `table` (MergedRow or an alias of it).
     `indexed=False` writes each term so that no index can serve it (`x + 0`,
     `x || ''`: the same values), for probes that must go by another index;
-    `only="commodity"` so writes every term but the commodity filter's."""
+    `by_commodity` so writes every term but the commodity filter's."""
     plain = lambda c: c  # noqa: E731
     hidden = lambda c: c.concat("") if isinstance(c.type, String) else c + 0  # noqa: E731
-    col = plain if indexed and only is None else hidden
+    col = plain if indexed and not by_commodity else hidden
     clauses: list[ColumnElement] = []
     if query.port:
         clauses.append(col(table.port_unlocode) == query.port.upper())
@@ -103,7 +103,7 @@ def filters(
         wanted = fold(query.port_name)
         clauses.append(col(table.port_name_key).contains(wanted, autoescape=True) if "\x00" not in wanted else false())
     if query.commodity:
-        by = plain if indexed and only in (None, "commodity") else hidden
+        by = plain if indexed else hidden
         clauses.append(by(table.commodity_normalized).in_(leaves_of(taxonomy, query.commodity) or [""]))
     if query.date_from or query.date_to:
         clauses.append(table.combined_date.is_not(None))
@@ -157,10 +157,10 @@ def _pair_filters_only(query: LineupQuery) -> bool:
     return not (query.country or query.port_name or query.commodity or query.date_from or query.date_to)
 
 
-def _where(query: LineupQuery, taxonomy: Taxonomy, target: Target, only: str | None = None) -> list[ColumnElement]:
+def _where(query: LineupQuery, taxonomy: Taxonomy, target: Target, by_commodity: bool = False) -> list[ColumnElement]:
     row = MergedRow
     clauses = [row.view_id == target.view_id]
-    clauses += filters(row, query, taxonomy, target.max_span, only=only)
+    clauses += filters(row, query, taxonomy, target.max_span, by_commodity=by_commodity)
     if query.latest:
         if _pair_filters_only(query):
             clauses.append(row.is_top == 1)
@@ -187,11 +187,11 @@ def page_statement(
     walking a longer index in C3 order."""
     columns = [*_READ, MergedRow.sort_key]
     # `sort_key + 0` is the same order, but no index serves it; with the other
-    # filters written likewise (`only`), the commodity's index is the one to read.
+    # filters written likewise (`by_commodity`), the commodity's index is the one to read.
     first = MergedRow.sort_key + 0 if sparse else MergedRow.sort_key
     statement = (
         select(*columns)
-        .where(*_where(query, taxonomy, target, "commodity" if sparse else None), *_after(after))
+        .where(*_where(query, taxonomy, target, by_commodity=sparse), *_after(after))
         .order_by(first, MergedRow.id)
     )
     return statement.limit(limit) if limit is not None else statement
