@@ -31,10 +31,12 @@ import os
 import signal
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Callable
 
 import click
 from sqlalchemy import func, select
+from tornado.httputil import HTTPServerConnectionDelegate
+from tornado.web import RequestHandler
 
 from cli import logs
 from cli.main import common, lineups
@@ -46,6 +48,8 @@ from store.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
     from tornado.web import Application
+
+    from explorer.app import ExplorerApp
 
 log = logging.getLogger("lineups.server")
 DEMO_BUYER = "Demo Buyer"
@@ -132,11 +136,12 @@ def _store_base_url(ctx) -> None:
 
 
 def _load_code() -> None:
-    """Import the server's modules in this process, before any fork, so that the
-    workers start at once and share the pages."""
+    """Import the API's modules in this process, before any fork, so that the
+    workers start at once and share the pages. Not the explorer's: each process
+    imports Panel and Bokeh after it listens (`ExplorerMount`), so that none of them
+    delays the API's first answer."""
     import api.app  # noqa: F401
     import api.server  # noqa: F401
-    import explorer.app  # noqa: F401  (Panel and Bokeh take a second to import)
 
 
 def _check_shared_limits(settings: Settings, processes: int, per_process: bool) -> None:
@@ -242,21 +247,81 @@ def _print_welcome(base_url: str, api_key: str | None, processes: int = 1) -> No
     click.echo(f"The data explorer: {base_url}/explorer  (sign in with the API key)\n")
 
 
-class Service(Protocol):
-    """A part of the application with work of its own on the event loop (the
-    explorer's session housekeeping): started once the loop runs, stopped on drain."""
+class ExplorerMount(HTTPServerConnectionDelegate):
+    """The explorer at /explorer, mounted once it is ready. Importing Panel and Bokeh
+    and rendering their components once (`explorer.app.warm_up`) takes one to two
+    seconds, which the API does not wait for (a fresh process answers /healthz and
+    the API at once, issue 15); until the explorer is mounted its pages answer 503 with
+    `Retry-After` and a page that reloads itself."""
 
-    def start(self) -> None: ...
+    def __init__(self, make: Callable[[], "ExplorerApp"]):
+        from tornado.web import Application
 
-    def stop(self) -> None: ...
+        self._make = make
+        self.explorer: ExplorerApp | None = None
+        self._target = Application([(r".*", ExplorerStarting)], log_function=_log_request)
+
+    def start_request(self, server_conn, request_conn):
+        return self._target.start_request(server_conn, request_conn)
+
+    def build(self) -> None:
+        """Import and compose the explorer and render its components once: in any
+        thread (nothing here touches the event loop)."""
+        from explorer.app import warm_up
+
+        if self.explorer is None:
+            explorer = self._make()
+            warm_up()
+            self.explorer = explorer
+
+    def mount(self) -> None:
+        """Start the explorer on the running event loop and serve it from now on."""
+        self.build()
+        self.explorer.start()
+        self._target = self.explorer.tornado
+        log.info("The explorer is ready at /explorer")
+
+    async def mount_soon(self) -> None:
+        """`build` in a thread of its own (the API's threads stay free), then `mount`."""
+        await asyncio.get_running_loop().run_in_executor(None, self.build)
+        self.mount()
+
+    def stop(self) -> None:
+        if self.explorer is not None:
+            self.explorer.stop()
+
+
+class ExplorerStarting(RequestHandler):
+    """/explorer while the process is still starting the explorer: 503, and a page
+    that tries again by itself a second later."""
+
+    def prepare(self) -> None:
+        self.set_status(503)
+        self.set_header("Retry-After", "1")
+        self.set_header("Cache-Control", "no-store")
+        self.finish(STARTING_PAGE)
+
+
+STARTING_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="refresh" content="1"><title>Lineups explorer</title></head>
+<body style="font-family: sans-serif; margin: 3em"><p>The explorer is starting. This page
+reloads by itself in a moment.</p></body></html>"""
+
+
+def _log_request(handler) -> None:
+    from api.app import log_request
+
+    log_request(handler)
 
 
 @dataclasses.dataclass
 class ServerApp:
-    """What one server process serves."""
+    """What one server process serves: the API's application, with the explorer
+    mounted into it at /explorer (`explorer.mount()` or `await explorer.mount_soon()`
+    on the serving loop; `explorer.stop()` on drain)."""
 
     app: "Application"
-    services: list[Service] = dataclasses.field(default_factory=list)
+    explorer: ExplorerMount
 
 
 def make_server_app(
@@ -271,10 +336,7 @@ def make_server_app(
     connections and the explorer's sessions belong to that process."""
     from api.app import log_request, make_app
     from api.ratelimit import MemoryLimiter
-    from explorer.app import ExplorerApp, origins_for
-    from explorer.session import ExplorerContext
     from store.access.usage import UsageWriter
-    from store.views.lineups import Lineups
 
     if settings.redis_url:  # counts shared by every process (C5)
         from api.ratelimit_redis import RedisLimiter
@@ -283,19 +345,28 @@ def make_server_app(
     else:
         limiter = MemoryLimiter(settings.rate_limit)
     usage = UsageWriter(sessions.kw["bind"])  # one writer of notes of use for the API and the explorer
-    explorer = ExplorerApp(
-        ExplorerContext(sessions, Lineups(sessions), settings.signing_secrets(), settings.base_url, usage=usage),
-        websocket_origins=origins_for(settings.base_url, *(address or (None, None))),
-        sign_in_limiter=limiter,  # the API's: one budget of guesses per address (issue 16 item 8)
-    )
+
+    def make_explorer() -> "ExplorerApp":
+        from explorer.app import ExplorerApp, origins_for
+        from explorer.session import ExplorerContext
+        from store.views.lineups import Lineups
+
+        explorer = ExplorerApp(
+            ExplorerContext(sessions, Lineups(sessions), settings.signing_secrets(), settings.base_url, usage=usage),
+            websocket_origins=origins_for(settings.base_url, *(address or (None, None))),
+            sign_in_limiter=limiter,  # the API's: one budget of guesses per address (issue 16 item 8)
+        )
+        # The explorer's requests in the API's access log: paths only, never query
+        # strings (C8; issue 16 item 7).
+        explorer.tornado.settings["log_function"] = log_request
+        return explorer
+
+    mount = ExplorerMount(make_explorer)
     app = make_app(
         settings, sessions, limiter=limiter, executor=executor, reads=reads, usage=usage,
-        extra_routes=lambda deps: explorer.routes(),
+        extra_routes=lambda deps: [(r"/explorer(?:/.*)?", mount)],
     )
-    # The explorer's requests in the API's access log: paths only, never query
-    # strings (C8; issue 16 item 7).
-    explorer.tornado.settings["log_function"] = log_request
-    return ServerApp(app, [explorer])
+    return ServerApp(app, mount)
 
 
 def run_worker(settings: Settings, sockets: list, index: int, supervised: bool = False) -> None:
@@ -315,10 +386,9 @@ async def _serve(settings: Settings, sockets: list, index: int, supervised: bool
     reads = Reads(sessions, [make_sessionmaker(replica, replica=True) for replica in replicas], first=index)
     executor = ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="lineups-api")
     served = make_server_app(settings, sessions, executor, sockets[0].getsockname()[:2], reads)
-    for service in served.services:  # before any request is taken (the explorer warms up)
-        service.start()
     server = DrainingServer(served.app, xheaders=settings.trust_proxy)
     server.add_sockets(sockets)
+    mounting = asyncio.ensure_future(served.explorer.mount_soon())  # the API answers meanwhile
     limits = "shared in Redis" if settings.redis_url else "per process"
     where = f"; reads from replica {reads.describe()}" if replicas else ""
     log.info("Worker %d serving (rate limit %d/min %s%s)", index, settings.rate_limit, limits, where)
@@ -326,8 +396,8 @@ async def _serve(settings: Settings, sockets: list, index: int, supervised: bool
     await _stop_requested(supervised)
     log.info("Worker %d stopping: no new connections; finishing %d request(s) in flight", index, server.in_flight)
     await server.drain(SHUTDOWN_GRACE)
-    for service in reversed(served.services):
-        service.stop()
+    await asyncio.wait([mounting])  # an import cannot be interrupted: let it end, then stop the explorer
+    served.explorer.stop()
     served.app.settings["lineups_deps"].usage.close()  # the last notes of use are written
     executor.shutdown(wait=False, cancel_futures=True)
     for replica in replicas:

@@ -65,3 +65,43 @@ def test_a_link_made_in_the_explorer_serves_its_rows_until_revoked(live, account
     shares.request_revoke(shares.created_id)
     shares.param.trigger("confirm_revoke")
     assert requests.get(live.base_url + path).status_code == 401
+
+
+def test_the_api_answers_while_the_explorer_is_still_starting(context, demo):
+    """`lineups serve` listens before it imports and warms the explorer (a second or
+    two): the API answers at once, the explorer's pages say it is starting (503,
+    Retry-After, a page that reloads itself), then serve the explorer."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cli.serve import make_server_app
+    from tests.api.conftest import LiveServer
+
+    gate, composed = threading.Event(), []
+    executor = ThreadPoolExecutor(2)
+
+    def make(base_url):
+        served = make_server_app(_settings(context), context.sessions, executor)
+        make_explorer = served.explorer._make
+        served.explorer._make = lambda: (gate.wait(30), make_explorer())[1]  # a slow import
+        composed.append(served)
+        return served.app
+
+    server = LiveServer(make)
+    try:
+        mounting = asyncio.run_coroutine_threadsafe(composed[0].explorer.mount_soon(), server.loop)
+        assert requests.get(f"{server.base_url}/healthz", timeout=5).json() == {"status": "ok"}
+        page = requests.get(f"{server.base_url}/v1/lineups", params={"limit": 1}, headers={"X-API-Key": demo["api_key"]}, timeout=5)
+        assert page.status_code == 200 and len(page.json()["data"]) == 1
+        starting = requests.get(f"{server.base_url}/explorer/login", timeout=5)
+        assert starting.status_code == 503 and starting.headers["Retry-After"] == "1"
+        assert "The explorer is starting" in starting.text and 'http-equiv="refresh"' in starting.text
+        gate.set()
+        mounting.result(60)
+        login = requests.get(f"{server.base_url}/explorer/login", timeout=5)
+        assert login.status_code == 200 and 'name="api_key"' in login.text
+    finally:
+        gate.set()
+        server.loop.call_soon_threadsafe(composed[0].explorer.stop)
+        server.stop()
+        executor.shutdown(wait=True)

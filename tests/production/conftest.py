@@ -74,13 +74,17 @@ class Served:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def wait_until_serving(self, timeout: float = 60) -> None:
-        """Until every worker has said it serves and /healthz answers."""
+    def wait_until_serving(self, timeout: float = 60, explorer: bool = False) -> None:
+        """Until every worker has said it serves (and, `explorer`, that its explorer
+        is ready: it is mounted after the API listens) and /healthz answers."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 pytest.fail(f"the server exited with {self.process.returncode}:\n{self.log()[-3000:]}")
-            if self.log().count(" serving (rate limit") >= self.processes:
+            said = self.log()
+            if said.count(" serving (rate limit") >= self.processes and (
+                not explorer or said.count("The explorer is ready") >= self.processes
+            ):
                 try:
                     if requests.get(f"{self.base_url}/healthz", timeout=2).status_code == 200:
                         return
@@ -148,11 +152,11 @@ def served(tmp_path):
     still running is stopped (SIGTERM, then SIGKILL) at the end of the test."""
     started: list[Served] = []
 
-    def start(env: dict[str, str], *args: str, processes: int = 1, wait: bool = True) -> Served:
+    def start(env: dict[str, str], *args: str, processes: int = 1, wait: bool = True, explorer: bool = False) -> Served:
         server = Served(env, args, tmp_path / f"serve-{len(started)}.log", processes)
         started.append(server)
         if wait:
-            server.wait_until_serving()
+            server.wait_until_serving(explorer=explorer)
         return server
 
     yield start

@@ -40,7 +40,7 @@ PUBLIC = "https://lineups.test"
 @pytest.fixture
 def explorer_server(tiny_store, served):  # noqa: F811
     """`lineups serve` over the hand-made store, public address https://lineups.test."""
-    return served({**tiny_store["env"], "LINEUPS_BASE_URL": PUBLIC})
+    return served({**tiny_store["env"], "LINEUPS_BASE_URL": PUBLIC}, explorer=True)
 
 
 def sign_in(base_url: str, key: str) -> requests.Response:
@@ -207,7 +207,7 @@ def test_no_key_or_token_in_the_explorer_logs(tiny_store, tmp_path):  # noqa: F8
         process = subprocess.Popen([sys.executable, "-c", DEBUG_BOOT, "serve", "--port", str(port)], cwd=ROOT,
                                    env=tiny_store["env"], stdout=sink, stderr=subprocess.STDOUT)
     try:
-        _wait_for(f"{base_url}/healthz", process)
+        _wait_for(f"{base_url}/explorer/login", process)  # the explorer is mounted after the API listens
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             context = browser.new_context()

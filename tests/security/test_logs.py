@@ -138,9 +138,9 @@ def serve_process(cli_env, tmp_path):
     base_url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
-        while True:  # the port is bound before the app answers: wait for /healthz
+        while True:  # the port is bound before the app answers, and the explorer after the API
             try:
-                if requests.get(f"{base_url}/healthz", timeout=5).status_code == 200:
+                if requests.get(f"{base_url}/explorer/login", timeout=5).status_code == 200:
                     break
             except requests.RequestException:
                 pass

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -28,8 +29,17 @@ def backend() -> str:
 @pytest.fixture
 def served(fresh_tiny, sessions, store_settings):
     executor = ThreadPoolExecutor(4)
-    server = LiveServer(lambda base_url: make_server_app(
-        dataclasses.replace(store_settings, base_url=base_url, rate_limit=LIMIT), sessions, executor).app)
+    composed = []
+
+    def make(base_url: str):
+        composed.append(make_server_app(dataclasses.replace(store_settings, base_url=base_url, rate_limit=LIMIT), sessions, executor))
+        composed[0].explorer.build()  # started on the server's loop below
+        return composed[0].app
+
+    server = LiveServer(make)
+    mounted = threading.Event()
+    server.loop.call_soon_threadsafe(lambda: (composed[0].explorer.mount(), mounted.set()))
+    assert mounted.wait(10)
     yield server
     server.stop()
     executor.shutdown(wait=True)
