@@ -223,6 +223,8 @@ def count_statement(query: LineupQuery, taxonomy: Taxonomy, target: Target) -> S
     cut into (vessel, port) pairs, that is how many pairs the filtered rows touch (C3
     keeps exactly one row of each): counted without probing every row for a better
     one of its pair (2.7 s instead of the probe's, at 1M records)."""
+    if query.latest and _from_only(query):
+        return _latest_from_count(query, target)
     if query.latest and not _pair_filters_only(query):
         # One text per pair (a LOCODE has five letters): an expression, so that no
         # planner walks the (vessel, port) index for distinctness and reads every row
@@ -231,6 +233,47 @@ def count_statement(query: LineupQuery, taxonomy: Taxonomy, target: Target) -> S
         filtered = [MergedRow.view_id == target.view_id, *filters(MergedRow, query, taxonomy, target.max_span)]
         return select(func.count(pair.distinct())).where(*filtered)
     return select(func.count()).select_from(MergedRow).where(*_where(query, taxonomy, target))
+
+
+def _from_only(query: LineupQuery) -> bool:
+    """Whether `from` is the query's only filter."""
+    return query.date_from is not None and query.port is None and _pair_filters_only(dataclasses.replace(query, date_from=None))
+
+
+def _latest_from_count(query: LineupQuery, target: Target) -> Select:
+    """The count of `latest` with only `from` (the explorer's "upcoming calls, latest
+    only"): the (vessel, port) pairs one of whose rows reaches `from` (span_end ≥
+    from, C3's overlap), counted without reading every such row (0.9 s for the
+    380,000 pairs of 510,000 rows at 1M records, as a distinct count). A row's
+    combined_date is the earliest of its dates and span_end the latest, so
+
+    - a pair whose top row (`is_top`: the latest combined_date) is dated on or after
+      `from` counts: an index range of the top rows, counted in the index;
+    - a pair whose top row starts before `from` counts only if one of its rows reaches
+      past `from`, and every row of the pair starts no later than the top row: such a
+      row starts within `max_span` before `from`, a short range of the view read
+      row by row, each probed for a dated row of its pair on or after `from` (then
+      its top row is one, counted above): a range of the (view, vessel, port) index,
+      which on SQLite holds the sort key (0.28 s probing `is_top` in the table, 0.11 s
+      in the index)."""
+    row, other = MergedRow, _OTHER
+    start = _day_ns(query.date_from)
+    tops = select(func.count()).where(
+        row.view_id == target.view_id, row.is_top == 1, row.sort_key >= start, row.sort_key < LAST
+    )
+    counted = (
+        select(literal(1))
+        .select_from(other)
+        .where(
+            other.view_id == target.view_id, other.vessel_key == row.vessel_key,
+            other.port_unlocode == row.port_unlocode, other.sort_key >= start, other.sort_key < LAST,
+        )
+    )
+    crossing = select(func.count((row.port_unlocode + row.vessel_key).distinct())).where(
+        row.view_id == target.view_id, row.sort_key >= max(start - target.max_span, _FIRST), row.sort_key < start,
+        row.span_end >= start, ~exists(counted),
+    )
+    return select(tops.scalar_subquery() + crossing.scalar_subquery())
 
 
 def position(sort_key: int, row_id: str) -> Position:

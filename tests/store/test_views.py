@@ -6,6 +6,7 @@ no buyer can read them any longer. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import threading
 
@@ -446,3 +447,36 @@ def test_the_explorers_pages_neighbours_and_totals_agree_with_the_whole_result(s
             key = (port, "-" if pd.isna(status) else status)
             got_vessels[key] = got_vessels.get(key, 0) + int(n)
         assert got_vessels == expected_vessels, params
+
+
+def test_latest_from_counts_a_call_that_began_before_from_beneath_a_later_shorter_one(sessions):
+    """C3: `latest` keeps, per (vessel, port), the top row among the rows that pass the
+    filters. With `from` alone the count reads the view's top rows dated on or after
+    `from`, plus the pairs of rows that began before `from` and reach past it
+    (`sql._latest_from_count`): here the pair's top row (the later, shorter call) ends
+    before `from`, so only the long call beneath it keeps the vessel in the result."""
+    with transaction(sessions) as session:
+        feed_id = feeds.add_feed(session, "Alpha Lineups", ["BRSSZ", "NLRTM"]).id
+        buyer_id = accounts.add_buyer(session, "Buyer").id
+        accounts.set_subscription(session, session.get(Buyer, buyer_id), session.get(Feed, feed_id), "active")
+    calls = [  # (ref, port, name, commodity, eta, etd)
+        ("long", "BRSSZ", "Ocean Grace", "wheat", "2024-03-01T06:00:00Z", "2024-03-30T06:00:00Z"),
+        ("short", "BRSSZ", "Ocean Grace", "Soybeans", "2024-03-10T06:00:00Z", "2024-03-12T06:00:00Z"),
+        ("after", "BRSSZ", "Harmony Pacific", "wheat", "2024-03-20T06:00:00Z", ""),
+        ("before", "NLRTM", "Nordic Star", "wheat", "2024-03-05T06:00:00Z", "2024-03-06T06:00:00Z"),
+        ("undated", "NLRTM", "Sea Breeze", "wheat", "", ""),
+    ]
+    upsert(sessions, feed_id, pd.DataFrame([
+        {"ref": ref, "port_unlocode": port, "vessel_imo": "", "vessel_name": name, "commodity": commodity,
+         "eta": eta, "etd": etd, "quantity": "1000"} for ref, port, name, commodity, eta, etd in calls
+    ], dtype=object))
+    lineups = Lineups(sessions)
+    for mode in ("all", "by_source"):
+        query = LineupQuery(latest=True, date_from=dt.date(2024, 3, 15), merge=mode)
+        expected = reference(sessions, buyer_id, query)
+        assert sorted(expected["vessel_name"]) == ["Harmony Pacific", "Ocean Grace"]
+        assert set(expected["commodity_normalized"]) == {"Wheat"}  # Ocean Grace's long call, not its top row
+        assert comparable(lineups.frame(buyer_id, query)) == comparable(expected)
+        assert lineups.count(buyer_id, query) == 2
+        everything = dataclasses.replace(query, date_from=dt.date(2024, 3, 1))
+        assert lineups.count(buyer_id, everything) == len(reference(sessions, buyer_id, everything)) == 3
