@@ -14,7 +14,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Connection, delete, select, tuple_
+from sqlalchemy import Connection, delete, select, text, tuple_
 
 from store.fields import RECORD_FIELDS, TIME_FIELDS, is_blank
 from store.database.schema import MergedRow
@@ -120,6 +120,25 @@ def insert_rows(connection: Connection, columns: Sequence[str], rows: Iterator[t
         _execute_many(connection, statement, batch)
         written += len(batch)
     return written
+
+
+def copy_rows(connection: Connection, from_view: int, to_view: int, without: Sequence[str] = ()) -> int:
+    """Copy the rows of the view `from_view` into the view `to_view`, but those of the
+    feeds `without`, in the database (in primary-key order: the new view's part of
+    the table is written in order); returns how many."""
+    names = [name for name in COLUMNS if name != "view_id"]
+    listed = ", ".join(names)
+    params: dict[str, object] = {"to_view": to_view, "from_view": from_view}
+    skip = ""
+    if without:
+        marks = ", ".join(f":w{i}" for i in range(len(without)))
+        skip = f" AND source_id NOT IN ({marks})"
+        params.update({f"w{i}": feed for i, feed in enumerate(without)})
+    statement = text(
+        f"INSERT INTO merged_rows (view_id, {listed}) SELECT :to_view, {listed} FROM merged_rows"
+        f" WHERE view_id = :from_view{skip} ORDER BY sort_key, id"
+    )
+    return connection.execute(statement, params).rowcount
 
 
 def replace_pair_rows(

@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import pandas as pd
-from sqlalchemy import delete, exc as sa_exc, func, insert, select, text, update
+from sqlalchemy import delete, exc as sa_exc, exists, func, insert, literal, select, text, update
+from sqlalchemy.orm import aliased
 from sqlalchemy.orm import Session, sessionmaker
 
 from store.access.accounts import ENTITLED
@@ -49,9 +50,9 @@ from store.database.db import transaction
 from store.fields import utcnow
 from store.merging.merge_plan import NAT, nanos
 from store.merging.resolve import Identities
-from store.database.schema import Buyer, Feed, MergedRow, MergedView, Subscription, VesselChange
+from store.database.schema import Buyer, Feed, MergedRow, MergedView, Record, Subscription, VesselChange
 from store.views.merges import Merges, Pair
-from store.views.stored import insert_rows, replace_pair_rows, table_rows
+from store.views.stored import copy_rows, insert_rows, replace_pair_rows, table_rows
 
 log = logging.getLogger("lineups.views")
 
@@ -181,7 +182,10 @@ def _update(session: Session, view: MergedView, merges: Merges) -> str:
     current = _current_versions(session, view.feeds)  # read before the records: never ahead of them
     if view.state == "ready" and view.versions == current:
         return "current"
-    touched = _touched(session, view, current) if view.state == "ready" else None
+    if view.state == "ready":
+        touched = _touched(session, view, current)
+    else:  # a new view: from a near one's rows when there is one
+        touched = _copy_nearest(session, view, current)
     loaded, identities, sources = None, None, None
     if touched and view.mode == "all":  # issue 19 rule 5: names move between keys
         touched, loaded, identities = merges.widened(view, touched)
@@ -191,7 +195,7 @@ def _update(session: Session, view: MergedView, merges: Merges) -> str:
     how = "full"
     if touched is not None and len(touched) <= INCREMENTAL_SHARE * max(view.row_count, 1):
         _merge_pairs(session, view, touched, merges, loaded, identities, sources)
-        how = "incremental"
+        how = "incremental" if view.state == "ready" else "derived"
     else:
         session.execute(delete(MergedRow).where(MergedRow.view_id == view.id))
         _write(session, view, merges.rows(view))
@@ -199,6 +203,74 @@ def _update(session: Session, view: MergedView, merges: Merges) -> str:
     view.versions, view.state, view.built_at = current, "ready", _now()
     session.flush()
     return how
+
+
+def _copy_nearest(session: Session, view: MergedView, current: dict[str, int]) -> set[Pair] | None:
+    """Start the new `view` as a copy of the rows of the nearest ready view of its mode
+    (the fewest feeds added or removed, then the most rows shared), as if the feeds it
+    lacks had just received all their records and the feeds it should not hold had
+    lost them: returns those feeds' change-log entries (each record's (vessel key,
+    port), and the (IMO, name) link of each served record with an IMO number, as an
+    ingest notes them), for `_update` to merge again like any change; None when no
+    view is near enough (none current, none sharing a feed, or too much to merge
+    again), for a fresh merge.
+
+    A buyer who gains or loses a feed makes a new feed set: its views then cost a copy
+    in the database and the merge of the changed feeds' pairs, not a load and merge
+    of every record of every feed (issue 15). The source view must be current for all
+    its feeds, so that the removed feeds' pairs are those its rows hold."""
+    wanted = set(view.feeds)
+    now = dict(session.execute(select(Feed.id, Feed.data_version)).all())
+    nearest, best = None, None
+    for other in session.scalars(
+        select(MergedView).where(MergedView.mode == view.mode, MergedView.state == "ready", MergedView.id != view.id)
+    ):
+        if not wanted & set(other.feeds) or other.versions != {f: now.get(f) for f in other.feeds}:
+            continue
+        rank = (len(wanted ^ set(other.feeds)), -other.row_count)
+        if best is None or rank < best:
+            nearest, best = other, rank
+    if nearest is None:
+        return None
+    added, removed = wanted - set(nearest.feeds), set(nearest.feeds) - wanted
+    kept = sorted(wanted & set(nearest.feeds)) if view.mode == "all" else None  # by_source resolves no names across feeds
+    touched = _feed_entries(session, sorted(added | removed), kept)
+    if len(touched) > INCREMENTAL_SHARE * max(nearest.row_count, 1):
+        return None
+    session.execute(delete(MergedRow).where(MergedRow.view_id == view.id))
+    view.row_count = copy_rows(session.connection(), nearest.id, view.id, removed if view.mode == "by_source" else ())
+    view.max_span = nearest.max_span  # a bound: a removed feed's longer spans only widen a `from` range
+    view.versions = {f: current[f] for f in view.feeds if f in nearest.feeds}
+    log.info("View %d (%s) starts from view %d: +%d -%d feeds, %d entries to merge again",
+             view.id, view.mode, nearest.id, len(added), len(removed), len(touched))
+    return touched
+
+
+def _feed_entries(session: Session, feed_ids: Sequence[str], kept: Sequence[str] | None) -> set[Pair]:
+    """The change-log entries of all the records of `feed_ids`, as if each had just
+    been ingested (`note_changes`), and, for an `all` view that keeps the feeds
+    `kept`, the links (`link`) those records make or break: a link that a served
+    record of a kept feed carries too stays (rule 1 resolves a name by the set of
+    IMO numbers it carries), so it is left out."""
+    if not feed_ids:
+        return set()
+    pairs = session.execute(
+        select(Record.vessel_key, Record.port_unlocode).where(Record.feed_id.in_(feed_ids)).distinct()
+    )
+    touched = {(vessel or "", port) for vessel, port in pairs}
+    if kept is None:
+        return touched
+    served_imo = lambda r: (r.commodity.is_not(None), r.name_key.is_not(None), r.vessel_key.startswith("IMO"))  # noqa: E731
+    other = aliased(Record)
+    carried = select(literal(1)).where(
+        other.feed_id.in_(kept), other.vessel_key == Record.vessel_key, other.name_key == Record.name_key, *served_imo(other)
+    )
+    links = session.execute(
+        select(Record.vessel_key, Record.name_key)
+        .where(Record.feed_id.in_(feed_ids), *served_imo(Record), ~exists(carried))
+        .distinct()
+    )
+    return touched | {link(imo, name) for imo, name in links}
 
 
 def _analyze(session: Session, written: int) -> None:

@@ -480,3 +480,32 @@ def test_latest_from_counts_a_call_that_began_before_from_beneath_a_later_shorte
         assert lineups.count(buyer_id, query) == 2
         everything = dataclasses.replace(query, date_from=dt.date(2024, 3, 1))
         assert lineups.count(buyer_id, everything) == len(reference(sessions, buyer_id, everything)) == 3
+
+
+def test_a_buyer_who_gains_or_loses_a_feed_gets_views_copied_from_their_old_ones(sessions, caplog, monkeypatch):
+    """A subscription change makes a new feed set: its views start as a copy of the
+    nearest current view's rows, and only the pairs (and IMO links) of the feeds added
+    or removed are merged again (`upkeep._copy_nearest`); the result equals the merge
+    of the visible records, in both modes, both ways."""
+    monkeypatch.setattr(upkeep, "INCREMENTAL_SHARE", 0.6)  # a small store: one feed is a large share of it
+    with transaction(sessions) as session:
+        payload = demo.load_demo(session, 800, 7, dt.date(2024, 3, 1))
+        feed_ids = [f.id for f in accounts.entitled_feeds(session, payload["buyer_id"])]
+        buyer = accounts.add_buyer(session, "Changes feeds").id
+        for feed_id in feed_ids[:-1]:
+            accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_id), "active")
+    lineups = Lineups(sessions)
+    upkeep.ensure_buyer(sessions, buyer)
+    for status, name in (("active", "gains"), ("cancelled", "loses")):
+        with transaction(sessions) as session:
+            accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_ids[-1 if name == "gains" else 0]), status)
+        caplog.clear()
+        with caplog.at_level("INFO", logger="lineups.views"):
+            assert upkeep.ensure_buyer(sessions, buyer) == 2
+        copied = [r.getMessage() for r in caplog.records if "starts from view" in r.getMessage()]
+        assert len(copied) == 2 and all(("+1 -0" if name == "gains" else "+0 -1") in m for m in copied), copied
+        for params in QUERIES:
+            query = parse_query({k: [v] for k, v in params.items()}, default_taxonomy().parse_filter)[0]
+            expected = reference(sessions, buyer, query)
+            assert comparable(lineups.frame(buyer, query)) == comparable(expected), (name, params)
+            assert lineups.count(buyer, query) == len(expected), (name, params)
