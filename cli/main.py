@@ -34,19 +34,20 @@ class Context:
         return Settings.load(db_url=self.db, base_url=self.base_url)
 
     def public_base_url(self) -> str:
-        """The public address links are made with (`store.database.config`): this command's
-        --base-url, else $LINEUPS_BASE_URL, else the store's base-url setting, else the
-        default address."""
-        import os
+        """The public address links are made with (`store.database.config.public_base_url`):
+        this command's --base-url, else $LINEUPS_BASE_URL, else the store's base-url
+        setting, else the default address."""
+        from store.database import config
 
-        if self.base_url is not None or os.environ.get("LINEUPS_BASE_URL"):
-            return self.settings.base_url
+        return config.public_base_url(self.base_url, self.stored_base_url, self.settings.base_url)
+
+    def stored_base_url(self) -> str | None:
+        """The store's base-url setting, or None."""
         from store.database import config
         from store.database.db import transaction
 
         with transaction(self.sessions) as session:
-            stored = config.get(session, config.BASE_URL)
-        return stored or self.settings.base_url
+            return config.get(session, config.BASE_URL)
 
     @property
     def sessions(self):

@@ -108,23 +108,17 @@ def serve(
 
 def _settings(ctx, host: str, port: int, **flags) -> Settings:
     """The context's settings with this command's flags, and the public base URL
-    (`store.database.config`): --base-url (then stored, for the commands run later), else
-    $LINEUPS_BASE_URL, else the stored setting, else the listening address."""
-    if ctx.base_url is not None:
-        _store_base_url(ctx)
-    elif not os.environ.get("LINEUPS_BASE_URL"):
-        shown_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-        ctx.base_url = _stored_base_url(ctx) or f"http://{shown_host}:{port}"
-    flags["base_url"] = ctx.base_url.rstrip("/") if ctx.base_url else None
-    ctx.settings = dataclasses.replace(ctx.settings, **{k: v for k, v in flags.items() if v is not None})
-    return ctx.settings
-
-
-def _stored_base_url(ctx) -> str | None:
+    (`store.database.config.public_base_url`): --base-url (then stored, for the
+    commands run later), else $LINEUPS_BASE_URL, else the stored setting, else the
+    listening address."""
     from store.database import config
 
-    with transaction(ctx.sessions) as session:
-        return config.get(session, config.BASE_URL)
+    if ctx.base_url is not None:
+        _store_base_url(ctx)
+    shown_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    flags["base_url"] = config.public_base_url(ctx.base_url, ctx.stored_base_url, f"http://{shown_host}:{port}")
+    ctx.settings = dataclasses.replace(ctx.settings, **{k: v for k, v in flags.items() if v is not None})
+    return ctx.settings
 
 
 def _store_base_url(ctx) -> None:

@@ -10,7 +10,6 @@ import argparse
 import asyncio
 import dataclasses
 import logging
-import os
 import signal
 
 from tornado.httpserver import HTTPServer
@@ -39,15 +38,13 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def public_base_url(args: argparse.Namespace, sessions) -> str:
     """The address share links are made with, found as every `lineups` command finds it
-    (`store.database.config`): --base-url, else $LINEUPS_BASE_URL, else the store's
-    base-url setting, else the listening address."""
-    if args.base_url:
-        return args.base_url.rstrip("/")
-    if os.environ.get("LINEUPS_BASE_URL"):
-        return os.environ["LINEUPS_BASE_URL"].rstrip("/")
-    with transaction(sessions) as session:
-        stored = config.get(session, config.BASE_URL)
-    return stored or f"http://{args.host}:{args.port}"
+    (`store.database.config.public_base_url`), else the listening address."""
+
+    def stored() -> str | None:
+        with transaction(sessions) as session:
+            return config.get(session, config.BASE_URL)
+
+    return config.public_base_url(args.base_url, stored, f"http://{args.host}:{args.port}")
 
 
 async def serve(args: argparse.Namespace) -> None:

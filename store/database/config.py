@@ -13,6 +13,7 @@ Functions take a session and neither commit nor close it.
 
 from __future__ import annotations
 
+import os
 from typing import Callable
 from urllib.parse import urlsplit
 
@@ -37,6 +38,14 @@ def check_base_url(value: str) -> str:
             BASE_URL, f"{value!r} is not a base URL such as https://lineups.example.com (http or https, a host, no query)"
         )
     return text
+
+
+def public_base_url(flag: str | None, stored: Callable[[], str | None], default: str) -> str:
+    """The public address, first found wins (the module's docstring): `flag` (a
+    command's --base-url), else $LINEUPS_BASE_URL, else `stored()` (this setting, read
+    only when needed), else `default`; without a trailing slash. Every command and
+    server process finds it here."""
+    return (flag or os.environ.get("LINEUPS_BASE_URL") or stored() or default).rstrip("/")
 
 
 #: Each setting's name and the function that checks and normalises its value.
