@@ -1,10 +1,12 @@
 """The store the service benchmarks run against: demo-like data at bench scale.
 
-`build_store` writes a SQLite store of `records` records in 20 feeds over the demo's
+`build_store` writes a store of `records` records in 20 feeds over the demo's
 real ports, shaped as issue 3 sizes the merge (each vessel call reported by about 5
 feeds, so 1,000,000 records make about 200,000 calls), with the demo's ETA jitter,
 spelling variants, blanks and counterparty disagreements (`store.intake.demo`), all visible
-to one buyer, written through the same validation and upsert as a feed file.
+to one buyer, written through the same validation and upsert as a feed file: a SQLite file by
+default, or the same store in a PostgreSQL schema (`db_url` and `db_schema`, the schema
+made and dropped by the caller).
 `ingest_changes` then ingests a small batch into one feed, part revisions of stored
 records and part new ones, the way a daily feed file does.
 """
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from store.access import accounts
@@ -45,16 +47,27 @@ class Dataset:
     api_key: str
     records: int
     feed_ids: tuple[str, ...]
+    #: The PostgreSQL schema (search path) of the store; None on SQLite.
+    db_schema: str | None = None
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.db_url.startswith("sqlite")
+
+    def engine(self) -> Engine:
+        return make_engine(self.db_url, schema=self.db_schema)
 
     def sessions(self) -> sessionmaker[Session]:
-        return make_sessionmaker(make_engine(self.db_url))
+        return make_sessionmaker(self.engine())
 
 
-def build_store(folder: Path, records: int, seed: int = SEED) -> Dataset:
-    """A SQLite store in `folder` with `records` records in FEEDS feeds, every one
-    subscribed (active) by the bench buyer, so that all records are visible."""
-    db_url = f"sqlite:///{folder / 'bench.db'}"
-    engine = make_engine(db_url)
+def build_store(folder: Path, records: int, seed: int = SEED, db_url: str | None = None,
+                db_schema: str | None = None) -> Dataset:
+    """A store with `records` records in FEEDS feeds, every one subscribed (active) by
+    the bench buyer, so that all records are visible: a SQLite file in `folder`, or
+    (`db_url`, `db_schema`) an existing, empty PostgreSQL schema."""
+    db_url = db_url or f"sqlite:///{folder / 'bench.db'}"
+    engine = make_engine(db_url, schema=db_schema)
     create_schema(engine)
     sessions = make_sessionmaker(engine)
     ports = tuple(sorted({p for f in demo.DEMO_FEEDS for p in f.ports}))
@@ -77,7 +90,7 @@ def build_store(folder: Path, records: int, seed: int = SEED) -> Dataset:
             feed_ids.append(feed.id)
         buyer_id = buyer.id
     engine.dispose()
-    return Dataset(db_url, buyer_id, BUYER, key, total, tuple(feed_ids))
+    return Dataset(db_url, buyer_id, BUYER, key, total, tuple(feed_ids), db_schema)
 
 
 def ingest_changes(session: Session, feed_id: str, count: int, round_: int) -> ingest.IngestReport:

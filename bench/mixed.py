@@ -68,9 +68,10 @@ class Buyers:
 def add_buyers(dataset: Dataset, count: int = BUYERS, seed: int = SEED) -> tuple[Buyers, float, dict]:
     """`count` buyers on different subsets of the feeds (the dataset's buyer sees all),
     their views built as a subscription change builds them; returns them, the seconds
-    the views took, and what the views hold (rows, bytes of the database file)."""
+    the views took, and what the views hold (rows, bytes of the database file; on
+    PostgreSQL, of the schema's tables with their indexes)."""
     rng = random.Random(seed)
-    engine = make_engine(dataset.db_url)
+    engine = dataset.engine()
     sessions = make_sessionmaker(engine)
     keys = {dataset.buyer_name: (dataset.buyer_id, dataset.api_key, dataset.feed_ids)}
     with transaction(sessions) as session:
@@ -81,21 +82,34 @@ def add_buyers(dataset: Dataset, count: int = BUYERS, seed: int = SEED) -> tuple
             for feed_id in feeds:
                 accounts.set_subscription(session, buyer, session.get(Feed, feed_id), "active")
             keys[buyer.name] = (buyer.id, key, feeds)
-    db = Path(dataset.db_url.removeprefix("sqlite:///"))
-    before = _file_bytes(db)
+    before = _store_bytes(dataset)
     start = time.perf_counter()
     for buyer_id, _, _ in keys.values():
         upkeep.ensure_buyer(sessions, buyer_id)
     seconds = time.perf_counter() - start
     with transaction(sessions) as session:
-        session.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
+        if dataset.is_sqlite:
+            session.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
         rows = session.scalar(select(func.count()).select_from(MergedRow))
         views = session.scalar(select(func.count()).select_from(MergedView))
     engine.dispose()
-    return Buyers(keys), seconds, {"views": views, "rows": rows, "bytes": _file_bytes(db) - before}
+    return Buyers(keys), seconds, {"views": views, "rows": rows, "bytes": _store_bytes(dataset) - before}
 
 
-def _file_bytes(db: Path) -> int:
+def _store_bytes(dataset: Dataset) -> int:
+    """Bytes of the SQLite file and its WAL; on PostgreSQL, of the schema's tables
+    with their indexes and TOAST."""
+    if not dataset.is_sqlite:
+        engine = dataset.engine()
+        try:
+            with engine.connect() as connection:
+                return int(connection.scalar(text(
+                    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+                    " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                    " WHERE n.nspname = current_schema() AND c.relkind = 'r'")))
+        finally:
+            engine.dispose()
+    db = Path(dataset.db_url.removeprefix("sqlite:///"))
     return sum(p.stat().st_size for p in (db, db.with_name(db.name + "-wal")) if p.exists())
 
 

@@ -1,0 +1,322 @@
+"""The mixed workload's pages on PostgreSQL, one server process against two (issue 15:
+"on PostgreSQL with `lineups serve --processes 2`, ≥ 1.6× the distinct first-page
+queries per second of one process").
+
+    .venv/bin/python bench/scaling.py [--records 250000] [--queries 1500] [--rounds 2]
+
+Builds the bench store (`dataset.build_store`: 20 feeds) with the mixed workload's
+buyers and views (`mixed.add_buyers`) in a fresh schema of the local PostgreSQL
+(`--pg`, default the `test` database), runs `VACUUM ANALYZE` on its tables (what
+autovacuum would have done; the local PostgreSQL runs with autovacuum off), then
+alternates a fresh `lineups serve --processes N` on that schema, rate limits in Redis
+(`--redis`, as production runs several processes): a warm-up pass with one process
+(not counted: PostgreSQL's caches), then N = 1, 2, 1, 2 … Every pass asks its own
+slice of `mixed.questions()` (disjoint, so that no pass reads an answer another one
+warmed) from 4 keep-alive connections (`mixed.load_pass`: wrk, each URL once).
+
+Each pass prints pages/s, p50/p99, errors, the load average before and after, the
+share of the machine's 2 cores busy during it, and where that CPU went: the server's
+processes (and how the requests spread over its workers, from the access log), all
+PostgreSQL processes, and wrk itself. The result is the median rate of the
+two-process passes over the median of the one-process passes, against 1.6.
+
+Load only targets 127.0.0.1; every server started is stopped, and the schema made
+here is dropped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import resource
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import requests
+from sqlalchemy import text
+
+from dataset import build_store
+from mixed import CLIENTS, add_buyers, load_pass, path_of, questions
+from processes import Process, free_port
+from server_figures import RATE_LIMIT, lineups_command
+
+from store.database.db import make_engine
+
+PG = os.environ.get("LINEUPS_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+REDIS = os.environ.get("LINEUPS_BENCH_REDIS", "redis://127.0.0.1:6379/13")
+TARGET = 1.6
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def say(message: str) -> None:
+    print(f"[scaling {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def load_text() -> str:
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+@contextlib.contextmanager
+def stage(name: str, every: float = 30.0):
+    """Progress lines: the start, a line every `every` s while it runs, the end."""
+    say(f"{name} … (load {load_text()})")
+    done, start = threading.Event(), time.perf_counter()
+
+    def tick() -> None:
+        while not done.wait(every):
+            say(f"  still {name}: {time.perf_counter() - start:.0f} s (load {load_text()})")
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        done.set()
+        ticker.join()
+        say(f"{name}: {time.perf_counter() - start:.1f} s")
+
+
+# ---------------------------------------------------------------- the schema
+@contextlib.contextmanager
+def fresh_schema(pg_url: str):
+    """A new, empty schema of `pg_url` (named bench_scaling_…), dropped afterwards."""
+    schema = "bench_scaling_" + uuid.uuid4().hex[:12]
+    admin = make_engine(pg_url)
+    with admin.begin() as connection:
+        connection.execute(text(f"CREATE SCHEMA {schema}"))
+    say(f"made schema {schema}")
+    try:
+        yield schema
+    finally:
+        with admin.begin() as connection:
+            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
+        say(f"dropped schema {schema}")
+
+
+def vacuum_analyze(pg_url: str, schema: str) -> None:
+    engine = make_engine(pg_url, statement_timeout_ms=0, schema=schema)
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            tables = connection.scalars(text(
+                "SELECT tablename FROM pg_tables WHERE schemaname = :schema ORDER BY tablename"), {"schema": schema}).all()
+            for table in tables:
+                connection.execute(text(f'VACUUM ANALYZE {schema}."{table}"'))
+    finally:
+        engine.dispose()
+
+
+# ---------------------------------------------------------------- CPU accounting
+def _stat(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return raw[raw.rindex(")") + 2:].split()  # fields from the state on (field 3)
+
+
+def cpu_s(pid: int) -> float:
+    fields = _stat(pid)
+    return (int(fields[11]) + int(fields[12])) / TICK if fields else 0.0
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat(int(entry.name))
+            if fields and int(fields[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def postgres_pids() -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == "postgres":
+                    out.append(int(entry.name))
+            except OSError:
+                pass
+    return out
+
+
+def machine_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs since boot."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]
+    return sum(values) - idle, sum(values)
+
+
+@dataclasses.dataclass
+class Snapshot:
+    when: float
+    machine: tuple[int, int]
+    server: dict[int, float]
+    postgres: dict[int, float]
+    children_s: float
+
+    @classmethod
+    def take(cls, server_pids: list[int]) -> "Snapshot":
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return cls(time.monotonic(), machine_ticks(), {p: cpu_s(p) for p in server_pids},
+                   {p: cpu_s(p) for p in postgres_pids()}, usage.ru_utime + usage.ru_stime)
+
+
+def spent(before: Snapshot, after: Snapshot) -> dict:
+    """Where the CPU went between two snapshots, in CPU-seconds."""
+    busy = after.machine[0] - before.machine[0]
+    total = after.machine[1] - before.machine[1]
+    return {
+        "wall_s": after.when - before.when,
+        "machine_busy": busy / total if total else 0.0,
+        "machine_cpu_s": busy / TICK,
+        "server_cpu_s": {p: after.server.get(p, 0.0) - s for p, s in before.server.items()},
+        "postgres_cpu_s": sum(s - before.postgres.get(p, 0.0) for p, s in after.postgres.items()),
+        # wrk, the one child this script waited for during the pass
+        "wrk_cpu_s": after.children_s - before.children_s,
+    }
+
+
+_ACCESS = re.compile(r"\[(\d+)\] lineups\.access: GET /v1/lineups ")
+
+
+def requests_by_pid(log: Path, offset: int) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    with log.open("rb") as handle:
+        handle.seek(offset)
+        for line in handle.read().decode("utf-8", "replace").splitlines():
+            match = _ACCESS.search(line)
+            if match:
+                counts[int(match.group(1))] = counts.get(int(match.group(1)), 0) + 1
+    return counts
+
+
+# ---------------------------------------------------------------- one pass
+def start(dataset, processes: int, folder: Path, name: str, redis_url: str) -> Process:
+    """A fresh `lineups serve --processes N` on the PostgreSQL schema, limits in Redis."""
+    port = free_port()
+    env = {
+        "LINEUPS_DB": dataset.db_url,
+        "LINEUPS_DB_SCHEMA": dataset.db_schema,
+        "LINEUPS_SECRET": "bench-scaling-" + uuid.uuid4().hex,
+        "LINEUPS_RATE_LIMIT": str(RATE_LIMIT),
+        "LINEUPS_BASE_URL": f"http://127.0.0.1:{port}",
+    }
+    command = [*lineups_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
+               "--processes", str(processes), "--redis", redis_url]
+    return Process(command, port, folder / f"{name}.log", env).start("/healthz")
+
+
+def settle(pids: list[int], quiet: float = 0.05, longest: float = 60.0) -> float:
+    """Wait until the server's processes use under `quiet` of a core over a second
+    (the explorer is imported after /healthz answers); the seconds waited."""
+    start = time.monotonic()
+    while time.monotonic() - start < longest:
+        before = sum(cpu_s(p) for p in pids)
+        time.sleep(1.0)
+        if sum(cpu_s(p) for p in pids) - before < quiet:
+            break
+    return time.monotonic() - start
+
+
+def one_pass(dataset, buyers, processes: int, asks: list, folder: Path, name: str, redis_url: str) -> dict:
+    with start(dataset, processes, folder, name, redis_url) as server:
+        workers = children(server.pid) if processes > 1 else []
+        pids = [server.pid, *workers]
+        settled = settle(pids)
+        for _ in range(2):  # each buyer's first page, on new connections (any worker)
+            for _, key, _ in buyers.keys.values():
+                requests.get(server.base_url + path_of({"limit": "100"}), headers={"X-API-Key": key}, timeout=60)
+        settle(pids, longest=10.0)
+        offset = server.log_path.stat().st_size
+        load_before = os.getloadavg()
+        before = Snapshot.take(pids)
+        result = load_pass(server.base_url, [(path_of(p), k) for _, k, p in asks])
+        after = Snapshot.take(pids)
+        load_after = os.getloadavg()
+        served = requests_by_pid(server.log_path, offset)
+    cpu = spent(before, after)
+    return {
+        "name": name, "processes": processes, "questions": len(asks), "settle_s": settled,
+        **dataclasses.asdict(result), "rate": result.rate,
+        "load_before": load_before, "load_after": load_after, **cpu,
+        "worker_requests": [served.get(p, 0) for p in (workers or [server.pid])],
+        "worker_cpu_s": [cpu["server_cpu_s"].get(p, 0.0) for p in (workers or [server.pid])],
+    }
+
+
+def show(p: dict) -> str:
+    workers = ", ".join(f"{n} req {c:.1f} s" for n, c in zip(p["worker_requests"], p["worker_cpu_s"]))
+    others = p["machine_cpu_s"] - sum(p["server_cpu_s"].values()) - p["postgres_cpu_s"] - p["wrk_cpu_s"]
+    return (f"{p['name']:>10} --processes {p['processes']}: {p['rate']:6.1f} pages/s  p50 {p['p50_ms']:6.1f} ms"
+            f"  p99 {p['p99_ms']:7.1f} ms  {p['requests']} answers in {p['seconds']:.1f} s, errors {p['errors']}"
+            f" | load {'/'.join(f'{x:.2f}' for x in p['load_before'])} -> {'/'.join(f'{x:.2f}' for x in p['load_after'])}"
+            f", cores {p['machine_busy'] * 100:.0f}% busy | CPU s of {p['machine_cpu_s']:.1f}: workers [{workers}],"
+            f" PostgreSQL {p['postgres_cpu_s']:.1f}, wrk {p['wrk_cpu_s']:.2f}, everything else {others:.1f}")
+
+
+def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=250_000)
+    parser.add_argument("--queries", type=int, default=1_500, help="distinct questions per pass")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of one pass with 1, then 2 processes")
+    parser.add_argument("--warmup", type=int, default=500, help="questions of the uncounted first pass")
+    parser.add_argument("--pg", default=PG, help="PostgreSQL database (a schema is made in it and dropped)")
+    parser.add_argument("--redis", default=REDIS, help="Redis for the rate limits")
+    parser.add_argument("--json", type=Path, help="write every pass's figures here")
+    args = parser.parse_args(argv)
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    say(f"{os.cpu_count()} cores, load {load_text()}; {args.records:,} records, {args.queries:,} questions a pass, "
+        f"{args.rounds} rounds, {CLIENTS} connections")
+    passes: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="lineups-scaling-") as tmp, fresh_schema(args.pg) as schema:
+        folder = Path(tmp)
+        with stage(f"building a store of {args.records:,} records in {schema}"):
+            dataset = build_store(folder, args.records, db_url=args.pg, db_schema=schema)
+        with stage("adding the buyers and building their views"):
+            buyers, views_s, kept = add_buyers(dataset)
+        say(f"  {len(buyers.keys)} buyers, {kept['views']} views, {kept['rows']:,} kept rows, "
+            f"{kept['bytes'] / 2**20:,.0f} MiB of tables and indexes, views in {views_s:.1f} s")
+        with stage("VACUUM ANALYZE of the schema's tables"):
+            vacuum_analyze(args.pg, schema)
+        plan = [("warm-up", 1, args.warmup)]
+        for round_ in range(1, args.rounds + 1):
+            plan += [(f"{n}p round {round_}", n, args.queries) for n in (1, 2)]
+        asks = questions(buyers, sum(count for _, _, count in plan))
+        at = 0
+        for name, processes, count in plan:
+            say(f"pass {name}: {count:,} questions, --processes {processes} (load {load_text()})")
+            result = one_pass(dataset, buyers, processes, asks[at:at + count], folder, name.replace(" ", "-"), args.redis)
+            at += count
+            passes.append(result)
+            print(show(result), flush=True)
+    counted = [p for p in passes if p["name"] != "warm-up"]
+    one = statistics.median(p["rate"] for p in counted if p["processes"] == 1)
+    two = statistics.median(p["rate"] for p in counted if p["processes"] == 2)
+    ratio = two / one
+    rounds = [b["rate"] / a["rate"] for a, b in zip(counted[0::2], counted[1::2])]
+    print(f"median pages/s: 1 process {one:.1f}, 2 processes {two:.1f}: {ratio:.2f}x "
+          f"(rounds: {', '.join(f'{r:.2f}x' for r in rounds)}); target >= {TARGET}x: {'met' if ratio >= TARGET else 'MISSED'}",
+          flush=True)
+    if args.json:
+        args.json.write_text(json.dumps({
+            "started": started, "records": dataset.records, "views_s": views_s, "kept": kept,
+            "passes": passes, "one": one, "two": two, "ratio": ratio, "round_ratios": rounds,
+        }, indent=1, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    raise SystemExit(main())
