@@ -32,6 +32,7 @@ QUERIES = (
     {"commodity": "Gas", "country": "United States", "latest": "true"},
     {"commodity": "General Cargo"},
     {"port": "BRSSZ", "latest": "true", "from": "2026-11-22"},
+    {"from": "2026-11-25"},
     {"latest": "true", "from": "2026-11-25"},
     {"latest": "true", "from": "2026-11-25", "merge": "by_source"},
     {},

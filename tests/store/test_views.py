@@ -451,9 +451,9 @@ def test_the_explorers_pages_neighbours_and_totals_agree_with_the_whole_result(s
 
 def test_latest_from_counts_a_call_that_began_before_from_beneath_a_later_shorter_one(sessions):
     """C3: `latest` keeps, per (vessel, port), the top row among the rows that pass the
-    filters. With `from` alone the count reads the view's top rows dated on or after
-    `from`, plus the pairs of rows that began before `from` and reach past it
-    (`sql._latest_from_count`): here the pair's top row (the later, shorter call) ends
+    filters. With `from` alone the count reads the view's (top) rows dated on or after
+    `from`, plus the rows (pairs) that began before `from` and reach past it
+    (`sql._from_count`): here the pair's top row (the later, shorter call) ends
     before `from`, so only the long call beneath it keeps the vessel in the result."""
     with transaction(sessions) as session:
         feed_id = feeds.add_feed(session, "Alpha Lineups", ["BRSSZ", "NLRTM"]).id
@@ -478,6 +478,8 @@ def test_latest_from_counts_a_call_that_began_before_from_beneath_a_later_shorte
         assert set(expected["commodity_normalized"]) == {"Wheat"}  # Ocean Grace's long call, not its top row
         assert comparable(lineups.frame(buyer_id, query)) == comparable(expected)
         assert lineups.count(buyer_id, query) == 2
+        every_call = dataclasses.replace(query, latest=False)  # the long call, and the call after `from`
+        assert lineups.count(buyer_id, every_call) == len(reference(sessions, buyer_id, every_call)) == 2
         everything = dataclasses.replace(query, date_from=dt.date(2024, 3, 1))
         assert lineups.count(buyer_id, everything) == len(reference(sessions, buyer_id, everything)) == 3
 
