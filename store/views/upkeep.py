@@ -182,20 +182,25 @@ def _update(session: Session, view: MergedView, merges: Merges) -> str:
     current = _current_versions(session, view.feeds)  # read before the records: never ahead of them
     if view.state == "ready" and view.versions == current:
         return "current"
+    start = None
     if view.state == "ready":
-        touched = _touched(session, view, current)
+        touched, rows, versions = _touched(session, view, current), view.row_count, view.versions
     else:  # a new view: from a near one's rows when there is one
-        touched = _copy_nearest(session, view, current)
+        start, touched = _nearest(session, view)
+        rows = start.row_count if start is not None else 0
+        versions = {f: current[f] for f in view.feeds if start is not None and f in start.feeds}
     loaded, identities, sources = None, None, None
     if touched and view.mode == "all":  # issue 19 rule 5: names move between keys
         touched, loaded, identities = merges.widened(view, touched)
     elif touched:  # by_source: only the rows of the feeds that changed change
         touched = {(vessel, port) for vessel, port in touched if port is not None}
-        sources = frozenset(f for f in view.feeds if view.versions.get(f) != current.get(f))
+        sources = frozenset(f for f in view.feeds if versions.get(f) != current.get(f))
     how = "full"
-    if touched is not None and len(touched) <= INCREMENTAL_SHARE * max(view.row_count, 1):
+    if touched is not None and len(touched) <= INCREMENTAL_SHARE * max(rows, 1):
+        if start is not None:
+            _copy(session, view, start)
         _merge_pairs(session, view, touched, merges, loaded, identities, sources)
-        how = "incremental" if view.state == "ready" else "derived"
+        how = "derived" if start is not None else "incremental"
     else:
         session.execute(delete(MergedRow).where(MergedRow.view_id == view.id))
         _write(session, view, merges.rows(view))
@@ -205,20 +210,18 @@ def _update(session: Session, view: MergedView, merges: Merges) -> str:
     return how
 
 
-def _copy_nearest(session: Session, view: MergedView, current: dict[str, int]) -> set[Pair] | None:
-    """Start the new `view` as a copy of the rows of the nearest ready view of its mode
-    (the fewest feeds added or removed, then the most rows shared), as if the feeds it
-    lacks had just received all their records and the feeds it should not hold had
-    lost them: returns those feeds' change-log entries (each record's (vessel key,
-    port), and the (IMO, name) link of each served record with an IMO number, as an
-    ingest notes them), for `_update` to merge again like any change; None when no
-    view is near enough (none current, none sharing a feed, or too much to merge
-    again), for a fresh merge.
+def _nearest(session: Session, view: MergedView) -> tuple[MergedView | None, set[Pair] | None]:
+    """For a new `view`: the nearest ready view of its mode (the fewest feeds added or
+    removed, then the most rows), current for all its feeds (so that the removed
+    feeds' pairs are those its rows hold), and the change that turns its rows into
+    the new view's, as if the feeds it lacks had just received all their records and
+    the feeds it should not hold had lost them (`_feed_entries`); `(None, None)` when
+    no current view shares a feed.
 
-    A buyer who gains or loses a feed makes a new feed set: its views then cost a copy
-    in the database and the merge of the changed feeds' pairs, not a load and merge
-    of every record of every feed (issue 15). The source view must be current for all
-    its feeds, so that the removed feeds' pairs are those its rows hold."""
+    A buyer who gains or loses a feed makes a new feed set: its views then start as a
+    copy of the nearest one's rows in the database (`_copy`) and merge again only the
+    changed feeds' pairs, like an ingest's, instead of loading and merging every
+    record of every feed (issue 15), when that change is small enough (`_update`)."""
     wanted = set(view.feeds)
     now = dict(session.execute(select(Feed.id, Feed.data_version)).all())
     nearest, best = None, None
@@ -231,19 +234,21 @@ def _copy_nearest(session: Session, view: MergedView, current: dict[str, int]) -
         if best is None or rank < best:
             nearest, best = other, rank
     if nearest is None:
-        return None
-    added, removed = wanted - set(nearest.feeds), set(nearest.feeds) - wanted
+        return None, None
+    changed = sorted(wanted ^ set(nearest.feeds))
     kept = sorted(wanted & set(nearest.feeds)) if view.mode == "all" else None  # by_source resolves no names across feeds
-    touched = _feed_entries(session, sorted(added | removed), kept)
-    if len(touched) > INCREMENTAL_SHARE * max(nearest.row_count, 1):
-        return None
+    return nearest, _feed_entries(session, changed, kept)
+
+
+def _copy(session: Session, view: MergedView, start: MergedView) -> None:
+    """Start `view` as a copy of the rows of `start` (in a `by_source` view, without
+    the rows of the feeds `view` does not hold), in the database."""
+    removed = sorted(set(start.feeds) - set(view.feeds)) if view.mode == "by_source" else []
     session.execute(delete(MergedRow).where(MergedRow.view_id == view.id))
-    view.row_count = copy_rows(session.connection(), nearest.id, view.id, removed if view.mode == "by_source" else ())
-    view.max_span = nearest.max_span  # a bound: a removed feed's longer spans only widen a `from` range
-    view.versions = {f: current[f] for f in view.feeds if f in nearest.feeds}
-    log.info("View %d (%s) starts from view %d: +%d -%d feeds, %d entries to merge again",
-             view.id, view.mode, nearest.id, len(added), len(removed), len(touched))
-    return touched
+    view.row_count = copy_rows(session.connection(), start.id, view.id, removed)
+    view.max_span = start.max_span  # a bound: a removed feed's longer spans only widen a `from` range
+    log.info("View %d (%s) starts as a copy of view %d: %+d feeds, %d removed", view.id, view.mode, start.id,
+             len(set(view.feeds) - set(start.feeds)), len(set(start.feeds) - set(view.feeds)))
 
 
 def _feed_entries(session: Session, feed_ids: Sequence[str], kept: Sequence[str] | None) -> set[Pair]:

@@ -487,7 +487,7 @@ def test_latest_from_counts_a_call_that_began_before_from_beneath_a_later_shorte
 def test_a_buyer_who_gains_or_loses_a_feed_gets_views_copied_from_their_old_ones(sessions, caplog, monkeypatch):
     """A subscription change makes a new feed set: its views start as a copy of the
     nearest current view's rows, and only the pairs (and IMO links) of the feeds added
-    or removed are merged again (`upkeep._copy_nearest`); the result equals the merge
+    or removed are merged again (`upkeep._nearest`, `upkeep._copy`); the result equals the merge
     of the visible records, in both modes, both ways."""
     monkeypatch.setattr(upkeep, "INCREMENTAL_SHARE", 0.6)  # a small store: one feed is a large share of it
     with transaction(sessions) as session:
@@ -504,8 +504,9 @@ def test_a_buyer_who_gains_or_loses_a_feed_gets_views_copied_from_their_old_ones
         caplog.clear()
         with caplog.at_level("INFO", logger="lineups.views"):
             assert upkeep.ensure_buyer(sessions, buyer) == 2
-        copied = [r.getMessage() for r in caplog.records if "starts from view" in r.getMessage()]
-        assert len(copied) == 2 and all(("+1 -0" if name == "gains" else "+0 -1") in m for m in copied), copied
+        copied = [r.getMessage() for r in caplog.records if "starts as a copy of view" in r.getMessage()]
+        said = "+1 feeds, 0 removed" if name == "gains" else "+0 feeds, 1 removed"
+        assert len(copied) == 2 and all(said in m for m in copied), copied
         for params in QUERIES:
             query = parse_query({k: [v] for k, v in params.items()}, default_taxonomy().parse_filter)[0]
             expected = reference(sessions, buyer, query)
