@@ -1,7 +1,7 @@
 """One command that measures the lineup service against its targets, ceilings and
 baselines (issue 8), and writes `docs/benchmarks.md` with a chart:
 
-    .venv/bin/python bench/run.py [--quick] [--records N] [--runs R] [--pg URL] [--out docs/benchmarks.md]
+    .venv/bin/python bench/run.py [--quick] [--records N] [--runs R] [--seconds S] [--pg URL] [--out docs/benchmarks.md]
 
 In one run, on a store of `--records` records (default 1,000,000; `--quick`: 20,000
 and shorter loads, under a minute):
@@ -72,6 +72,8 @@ class Config:
     pg_url: str | None
     quick: bool
     connections: int = 32
+    #: Seconds of each run of the page's server time (ceiling and service alternate).
+    page_seconds: float = page_latency.PAGE_SECONDS
     #: Distinct questions of the mixed workload, and the rows of its ingest under load.
     questions: int = 1_500
     ingest_rows: int = 100_000
@@ -82,13 +84,14 @@ def config(args: argparse.Namespace) -> Config:
     return Config(
         records=records,
         runs=args.runs or 3,
-        load_seconds=2 if args.quick else 10,
+        load_seconds=args.seconds or (2 if args.quick else 10),
         pages=20 if args.quick else 200,
         share_rows=min(SHARE_ROWS, records // 10),
         pg_url=args.pg or None,
         quick=args.quick,
         questions=100 if args.quick else 1_500,
         ingest_rows=2_000 if args.quick else 100_000,
+        page_seconds=args.seconds or page_latency.PAGE_SECONDS,
     )
 
 
@@ -130,7 +133,7 @@ def measure(cfg: Config, folder: Path) -> tuple[list[Figure], tuple | None]:
                                    cfg.runs, cfg.load_seconds, cfg.connections)
         figures += api
         figures += step("page server time", page_latency.page_time_figures, server, dataset.api_key, warm.paths,
-                        warm.body, folder, cfg.runs)
+                        warm.body, folder, cfg.runs, cfg.page_seconds)
         reference = ("CSV renderer alone, in process", render_rate)
         whole_url = step("share link (whole store)", server_figures.create_link, dataset, server, LineupQuery())
         figures += step("export (whole store)", server_figures.export_figure, "export.whole",
@@ -162,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="about 20,000 records and short loads (a few minutes)")
     parser.add_argument("--records", type=int, default=None, help="store size (default 1,000,000; quick 20,000)")
     parser.add_argument("--runs", type=int, default=None, help="repetitions of each figure (default 3)")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="seconds of each load and page-time run (default 10 and 3; quick 2 and 3)")
     parser.add_argument("--pg", default=DEFAULT_PG, help="PostgreSQL URL for the ingest figure ('' to skip)")
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"), help="the report (Markdown)")
     args = parser.parse_args(argv)
