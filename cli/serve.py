@@ -4,11 +4,14 @@ C11, production issue).
 It checks the configuration and the store (a missing `LINEUPS_SECRET` with
 PostgreSQL, or a schema that is behind, is a start-up error that says what to do),
 with `--demo` loads the demo data set into an empty store, prints the API key and
-URLs to try, binds the port, and then serves:
+URLs to try, binds the port (`cli.listening`), and then serves:
 
 - `--processes 1` (the default): this process serves;
-- `--processes N`: N forked workers accept on the one port, supervised by this
-  process (`cli.supervisor`), which replaces a worker that dies.
+- `--processes N`: N forked workers serve the one port, supervised by this
+  process (`cli.supervisor`), which replaces a worker that dies. On Linux each
+  worker listens on a socket of its own bound with SO_REUSEPORT, so the kernel
+  spreads new connections over the workers; elsewhere they accept on this
+  process's socket.
 
 Each serving process makes its engine, pools, writer of notes of use and rate limiter itself
 (`run_worker`), after any fork; with `--db-replica URL` (or `LINEUPS_DB_REPLICAS`)
@@ -49,6 +52,7 @@ from store.settings import Settings, SettingsError
 if TYPE_CHECKING:
     from tornado.web import Application
 
+    from cli.listening import Listening
     from explorer.app import ExplorerApp
 
 log = logging.getLogger("lineups.server")
@@ -91,19 +95,21 @@ def serve(
     _check_redis(settings.redis_url)
     api_key = _prepare_demo(ctx) if demo else None
     ctx.sessions.kw["bind"].dispose()  # the store is checked; each worker opens its own
-    sockets = _bind(host, port)
+    listening = _bind(host, port, processes)
     if ctx.as_json:
         ctx.emit({"base_url": settings.base_url, "api_key": api_key})
     else:
         _print_welcome(settings.base_url, api_key, processes)
     _load_code()
-    work = functools.partial(run_worker, settings, sockets, supervised=processes > 1)
+    work = functools.partial(run_worker, settings, listening, supervised=processes > 1)
     if processes == 1:
         work(0)
         return
     from cli.supervisor import Supervisor
 
-    sys.exit(Supervisor(processes, work, sockets, kill_after=SHUTDOWN_GRACE + 20).run())
+    if listening.per_worker:
+        _log_sockets_per_worker(listening)
+    sys.exit(Supervisor(processes, work, listening.bound, kill_after=SHUTDOWN_GRACE + 20).run())
 
 
 def _settings(ctx, host: str, port: int, **flags) -> Settings:
@@ -190,14 +196,24 @@ def _check_redis(url: str | None) -> None:
         client.close()
 
 
-def _bind(host: str, port: int) -> list:
-    """The listening sockets, bound before any fork so that every worker shares them."""
-    from tornado.netutil import bind_sockets
+def _bind(host: str, port: int, processes: int) -> "Listening":
+    """The port bound before any fork (`cli.listening`): a port in use is a start-up
+    error here, in the parent, and `--port 0` gives every worker the same port."""
+    from cli.listening import Listening
 
     try:
-        return bind_sockets(port, host or None)
+        return Listening.bind(host, port, processes)
     except OSError as exc:
         raise LineupsError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+
+
+def _log_sockets_per_worker(listening: "Listening") -> None:
+    from cli.listening import migrates_queued_connections
+
+    log.info("Each worker listens on %s with a socket of its own (SO_REUSEPORT)", listening.describe())
+    if not migrates_queued_connections():
+        log.warning("net.ipv4.tcp_migrate_req is not 1: the new connections queued for a worker that dies are "
+                    "reset instead of handed to another worker (docs/deploying.md, section 3)")
 
 
 def _prepare_demo(ctx) -> str:
@@ -363,16 +379,17 @@ def make_server_app(
     return ServerApp(app, mount)
 
 
-def run_worker(settings: Settings, sockets: list, index: int, supervised: bool = False) -> None:
-    """Serve on `sockets` in this process until SIGTERM or SIGINT (or, `supervised`,
-    until the parent process is gone), then drain."""
-    asyncio.run(_serve(settings, sockets, index, supervised))
+def run_worker(settings: Settings, listening: "Listening", index: int, supervised: bool = False) -> None:
+    """Serve on `listening`'s sockets in this process until SIGTERM or SIGINT (or,
+    `supervised`, until the parent process is gone), then drain."""
+    asyncio.run(_serve(settings, listening, index, supervised))
 
 
-async def _serve(settings: Settings, sockets: list, index: int, supervised: bool) -> None:
+async def _serve(settings: Settings, listening: "Listening", index: int, supervised: bool) -> None:
     from api.server import DrainingServer
     from store.database.db import Reads, engine_for, make_sessionmaker, replica_engines_for
 
+    sockets = listening.worker_sockets()  # first: a worker that cannot listen fails at once
     engine = engine_for(settings)
     replicas = replica_engines_for(settings)
     sessions = make_sessionmaker(engine)

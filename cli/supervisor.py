@@ -1,10 +1,12 @@
 """The parent process of `lineups serve --processes N`: forks the workers and keeps
 N of them running (production issue).
 
-The listening sockets are bound before the fork, so every worker accepts on the same
-port and the kernel hands each new connection to one of them. Each worker makes its
-own engine, pools, caches and rate-limiter client after the fork; the parent serves
-nothing and holds no database connection.
+The port is bound before the fork (`cli.listening`), so every worker serves the same
+port: on Linux each worker listens on a socket of its own bound with SO_REUSEPORT and
+the kernel spreads new connections over them, while the parent's socket, which does
+not listen, holds the port; elsewhere every worker accepts on the parent's socket.
+Each worker makes its own engine, pools, caches and rate-limiter client after the
+fork; the parent serves nothing and holds no database connection.
 
 - A worker that dies (a crash, the out-of-memory killer, SIGKILL) is replaced while
   the others keep serving; after a second's pause if it died within a second of
@@ -12,10 +14,10 @@ nothing and holds no database connection.
   `max_restarts` times, after which the parent stops the rest and exits 1.
 - A worker that exits with status 0 (someone sent it SIGTERM) is not replaced, as
   with `tornado.process.fork_processes`.
-- SIGTERM or SIGINT to the parent: it closes its copies of the listening sockets and
-  passes the signal on to every worker, which stops listening, finishes its requests
-  in flight and exits. The parent exits 0 once all have exited cleanly; workers still
-  running `kill_after` seconds later are killed.
+- SIGTERM or SIGINT to the parent: it closes its sockets and passes the signal on
+  to every worker, which stops listening, finishes its requests in flight and
+  exits. The parent exits 0 once all have exited cleanly; workers still running
+  `kill_after` seconds later are killed.
 
 Tornado's `fork_processes` keeps the workers' process ids to itself, so it cannot
 pass a SIGTERM on, and it would restart workers that are stopping; hence this class.
