@@ -111,17 +111,30 @@ def cli_env(store_settings, monkeypatch):
 REDIS_URL = os.environ.get("LINEUPS_TEST_REDIS", "redis://127.0.0.1:6379/15")
 
 
+def worker_redis_url(url: str = REDIS_URL) -> str:
+    """`url` for this pytest-xdist worker: worker gwN uses database 15 - N, so that
+    one worker's clean-up of its test keys never empties another's (database 15
+    without xdist, or for a URL that names no database number)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    base, _, number = url.rpartition("/")
+    if not worker.startswith("gw") or not number.isdigit():
+        return url
+    return f"{base}/{(int(number) - int(worker[2:])) % 16}"
+
+
 @pytest.fixture
 def redis_url():
-    """The URL of a real Redis (database 15), emptied of test keys afterwards."""
+    """The URL of a real Redis (database 15, or this xdist worker's), emptied of test
+    keys afterwards."""
     import redis
 
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1)
+    url = worker_redis_url()
+    client = redis.Redis.from_url(url, socket_connect_timeout=1)
     try:
         client.ping()
     except redis.RedisError as exc:
         need_service("Redis", exc)
-    yield REDIS_URL
+    yield url
     for key in client.scan_iter("test-*"):
         client.delete(key)
     client.close()
