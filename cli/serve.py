@@ -210,10 +210,12 @@ def _bind(host: str, port: int, processes: int) -> "Listening":
 def _log_sockets_per_worker(listening: "Listening") -> None:
     from cli.listening import migrates_queued_connections
 
-    log.info("Each worker listens on %s with a socket of its own (SO_REUSEPORT)", listening.describe())
-    if not migrates_queued_connections():
-        log.warning("net.ipv4.tcp_migrate_req is not 1: the new connections queued for a worker that dies are "
-                    "reset instead of handed to another worker (docs/deploying.md, section 3)")
+    # INFO, not WARNING: it is the default of every kernel, and a worker that dies is
+    # rare (the supervisor replaces it); docs/deploying.md, section 3, says what to set.
+    migrates = "" if migrates_queued_connections() else (
+        "; net.ipv4.tcp_migrate_req is not 1, so new connections queued for a worker that dies are reset"
+    )
+    log.info("Each worker listens on %s with a socket of its own (SO_REUSEPORT)%s", listening.describe(), migrates)
 
 
 def _prepare_demo(ctx) -> str:
