@@ -21,6 +21,25 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 TEST_PG = os.environ.get("LINEUPS_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 
+#: Where the suite's long tests are (`lineups serve` processes under load and faults,
+#: PostgreSQL servers of their own, the benchmark); files with a test marked `slow` or
+#: `browser` count too.
+LONG_TESTS = ("tests/reliability/", "tests/production/", "tests/bench/")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items) -> None:
+    """The files of long tests run first, each file's tests still together and in
+    their order: with two pytest-xdist workers (pyproject.toml) the many short files
+    then fill in at the end, instead of one worker running a long file alone while
+    the other waits."""
+    long_files = {
+        item.nodeid.split("::")[0] for item in items
+        if item.nodeid.startswith(LONG_TESTS) or item.get_closest_marker("slow") or item.get_closest_marker("browser")
+    }
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in long_files)
+
+
 def need_service(name: str, error: Exception) -> None:
     """Skip outside CI, fail under CI, when a service the test needs is missing."""
     message = f"{name} is not answering: {error}"
