@@ -11,9 +11,12 @@ port (alone, or inside another application, as `lineups serve` mounts it) and
 from __future__ import annotations
 
 import asyncio
+import copy
 import datetime as dt
 import re
+import sqlite3
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,14 +43,40 @@ def backend() -> str:
     return "sqlite"
 
 
-@pytest.fixture
-def demo(sessions) -> dict[str, Any]:
-    """The demo data set (800 records, fixed seed and anchor) in the fresh store:
-    `{"buyer_id", "api_key", "feeds", "records"}`."""
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory) -> tuple[Path, dict[str, Any]]:
+    """The demo data set (800 records, fixed seed and anchor) loaded once per test
+    process into a SQLite file of its own: (the file, the loader's payload). Tests
+    never use it: `demo` copies it into each test's fresh store."""
+    from store.database.db import create_schema, engine_for, make_sessionmaker
     from store.intake.demo import load_demo
+    from store.settings import Settings
 
-    with transaction(sessions) as session:
-        return load_demo(session, DEMO_RECORDS, seed=DEMO_SEED, anchor=ANCHOR)
+    folder = tmp_path_factory.mktemp("explorer-demo")
+    engine = engine_for(Settings(db_url=f"sqlite:///{folder / 'lineups.db'}", secrets=("test-secret",)))
+    try:
+        create_schema(engine)
+        with transaction(make_sessionmaker(engine)) as session:
+            payload = load_demo(session, DEMO_RECORDS, seed=DEMO_SEED, anchor=ANCHOR)
+    finally:
+        engine.dispose()  # the last connection closed: the WAL is checkpointed into the file
+    return folder / "lineups.db", payload
+
+
+@pytest.fixture
+def demo(engine, demo_template) -> dict[str, Any]:
+    """The demo data set (800 records, fixed seed and anchor) in the fresh store:
+    `{"buyer_id", "api_key", "feeds", "records"}`. The store is this test's own, as
+    before; its content is a copy (SQLite's backup) of the same data set loaded once
+    per process (`demo_template`), a third of a second less per test."""
+    template, payload = demo_template
+    raw = engine.raw_connection()
+    try:
+        with sqlite3.connect(template) as source:
+            source.backup(raw.driver_connection)
+    finally:
+        raw.close()
+    return copy.deepcopy(payload)
 
 
 @pytest.fixture

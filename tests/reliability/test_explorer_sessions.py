@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.explorer.conftest import backend, context, demo, live_explorer  # noqa: F401 - fixtures
+from tests.explorer.conftest import backend, context, demo, demo_template, live_explorer  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.browser
 
