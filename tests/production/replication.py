@@ -170,6 +170,20 @@ class PostgresPair(_Programs):
         finally:
             engine.dispose()
 
+    def _flush_primary(self) -> None:
+        """Have the primary flush its WAL up to now: one transaction committed with
+        `synchronous_commit=on`. The standby is sent only flushed WAL, and with the
+        server's `synchronous_commit=off` a last record that no commit flushes (the end
+        of the base backup, say) waits for the background writer's next standby
+        snapshot, up to 15 s."""
+        engine = create_engine(self.primary_url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+        try:
+            with engine.connect() as connection:
+                connection.execute(text("SET synchronous_commit = on"))
+                connection.execute(text("SELECT txid_current()"))
+        finally:
+            engine.dispose()
+
     def pause_replay(self) -> None:
         """The replica keeps serving what it has, and lags from now on."""
         self._scalar(self.replica_url, "SELECT pg_wal_replay_pause()")
@@ -183,6 +197,7 @@ class PostgresPair(_Programs):
         `synchronous_commit=off` a commit's record may still wait in the primary's WAL
         buffers, behind `pg_current_wal_lsn()`: the insert position counts it."""
         target = self._scalar(self.primary_url, "SELECT pg_current_wal_insert_lsn()::text")
+        self._flush_primary()
         deadline = time.monotonic() + timeout
         while True:
             try:
