@@ -29,9 +29,13 @@ def get(server, key: str) -> requests.Response:
 
 @pytest.mark.parametrize("backend", ["sqlite"])
 def test_three_processes_admit_exactly_the_limit_of_one_key(tiny_store, served, redis_url):
-    """C5: 300 concurrent requests of one key to 3 processes: exactly 100 admitted."""
+    """C5: 300 concurrent requests of one key to 3 processes: exactly 100 admitted.
+    What is tested is the count shared in Redis, not the fallback while Redis does not
+    answer: a busy machine (this suite runs in two workers) can starve a worker's
+    thread past the limiter's default 0.5 s, which the Redis URL's own `socket_timeout`
+    sets (docs/deploying.md)."""
     env = {**tiny_store["env"], "LINEUPS_RATE_LIMIT": "100"}
-    server = served(env, "--redis", redis_url, processes=3)
+    server = served(env, "--redis", f"{redis_url}?socket_timeout=5&socket_connect_timeout=5", processes=3)
     with ThreadPoolExecutor(60) as pool:
         responses = list(pool.map(lambda _: get(server, tiny_store["key"]), range(300)))
 
