@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Callable
 import click
 from sqlalchemy import func, select
 from tornado.httputil import HTTPServerConnectionDelegate
-from tornado.web import RequestHandler
+from tornado.web import Application, RequestHandler
 
 from cli import logs
 from cli.main import common, lineups
@@ -50,8 +50,6 @@ from store.database.schema import Buyer, Feed
 from store.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
-    from tornado.web import Application
-
     from cli.listening import Listening
     from explorer.app import ExplorerApp
 
@@ -266,12 +264,12 @@ class ExplorerMount(HTTPServerConnectionDelegate):
     the API at once, issue 15); until the explorer is mounted its pages answer 503 with
     `Retry-After` and a page that reloads itself."""
 
-    def __init__(self, make: Callable[[], "ExplorerApp"]):
-        from tornado.web import Application
-
+    def __init__(self, make: Callable[[], "ExplorerApp"], log_function: Callable[[RequestHandler], None]):
+        """`make()` composes the explorer (it imports Panel); `log_function` logs the
+        starting page's requests as the API logs its own."""
         self._make = make
         self.explorer: ExplorerApp | None = None
-        self._target = Application([(r".*", ExplorerStarting)], log_function=_log_request)
+        self._target = Application([(r".*", ExplorerStarting)], log_function=log_function)
 
     def start_request(self, server_conn, request_conn):
         return self._target.start_request(server_conn, request_conn)
@@ -320,19 +318,13 @@ STARTING_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 reloads by itself in a moment.</p></body></html>"""
 
 
-def _log_request(handler) -> None:
-    from api.app import log_request
-
-    log_request(handler)
-
-
 @dataclasses.dataclass
 class ServerApp:
     """What one server process serves: the API's application, with the explorer
     mounted into it at /explorer (`explorer.mount()` or `await explorer.mount_soon()`
     on the serving loop; `explorer.stop()` on drain)."""
 
-    app: "Application"
+    app: Application
     explorer: ExplorerMount
 
 
@@ -348,6 +340,7 @@ def make_server_app(
     connections and the explorer's sessions belong to that process."""
     from api.app import log_request, make_app
     from api.ratelimit import MemoryLimiter
+    from explorer import ROUTE as explorer_route  # the package alone: no Panel yet
     from store.access.usage import UsageWriter
 
     if settings.redis_url:  # counts shared by every process (C5)
@@ -373,10 +366,10 @@ def make_server_app(
         explorer.tornado.settings["log_function"] = log_request
         return explorer
 
-    mount = ExplorerMount(make_explorer)
+    mount = ExplorerMount(make_explorer, log_request)
     app = make_app(
         settings, sessions, limiter=limiter, executor=executor, reads=reads, usage=usage,
-        extra_routes=lambda deps: [(r"/explorer(?:/.*)?", mount)],
+        extra_routes=lambda deps: [(explorer_route, mount)],
     )
     return ServerApp(app, mount)
 

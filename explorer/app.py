@@ -37,7 +37,7 @@ from tornado.ioloop import IOLoop
 from tornado.web import RequestHandler
 
 from explorer.auth import APP_PATH, CookieCodec, ExplorerAuth, LoginHandler, LogoutHandler, SignInLimiter
-from explorer import charts
+from explorer import ROUTE, charts
 from explorer.session import Account, ExplorerContext, SessionLost, off_loop
 from explorer.state import empty_rows
 from store.errors import NotFound
@@ -207,7 +207,7 @@ class ExplorerApp:
 
     def routes(self) -> list[tuple]:
         """The route that hands every /explorer request to this application."""
-        return [(r"/explorer(?:/.*)?", self.tornado)]
+        return [(ROUTE, self.tornado)]
 
     def start(self) -> None:
         """Start Bokeh's session housekeeping on the current IOLoop (call once the
