@@ -237,7 +237,8 @@ def count_statement(query: LineupQuery, taxonomy: Taxonomy, target: Target) -> S
 
 def _from_only(query: LineupQuery) -> bool:
     """Whether `from` is the query's only filter."""
-    return query.date_from is not None and query.port is None and _pair_filters_only(dataclasses.replace(query, date_from=None))
+    others = (query.port, query.country, query.port_name, query.commodity, query.date_to)
+    return query.date_from is not None and not any(others)
 
 
 def _from_count(query: LineupQuery, target: Target) -> Select:

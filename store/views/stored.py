@@ -125,7 +125,9 @@ def insert_rows(connection: Connection, columns: Sequence[str], rows: Iterator[t
 def copy_rows(connection: Connection, from_view: int, to_view: int, without: Sequence[str] = ()) -> int:
     """Copy the rows of the view `from_view` into the view `to_view`, but those of the
     feeds `without`, in the database (in primary-key order: the new view's part of
-    the table is written in order); returns how many."""
+    the table is written in order); returns how many. Written as text: through
+    SQLAlchemy's `insert().from_select()` the driver's row count of the statement came
+    back as -1 on PostgreSQL, and the view's `row_count` is taken from it."""
     names = [name for name in COLUMNS if name != "view_id"]
     listed = ", ".join(names)
     params: dict[str, object] = {"to_view": to_view, "from_view": from_view}
