@@ -226,7 +226,9 @@ def _nearest(session: Session, view: MergedView) -> tuple[MergedView | None, set
     now = dict(session.execute(select(Feed.id, Feed.data_version)).all())
     nearest, best = None, None
     for other in session.scalars(
-        select(MergedView).where(MergedView.mode == view.mode, MergedView.state == "ready", MergedView.id != view.id)
+        select(MergedView)
+        .where(MergedView.mode == view.mode, MergedView.state == "ready", MergedView.id != view.id)
+        .order_by(MergedView.id)  # ties go to the oldest view, on every back end alike
     ):
         if not wanted & set(other.feeds) or other.versions != {f: now.get(f) for f in other.feeds}:
             continue
