@@ -41,6 +41,7 @@ import time
 import uuid
 from pathlib import Path
 
+import psutil
 import requests
 from sqlalchemy import text
 
@@ -54,7 +55,6 @@ from store.database.db import make_engine
 PG = os.environ.get("LINEUPS_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS = os.environ.get("LINEUPS_BENCH_REDIS", "redis://127.0.0.1:6379/13")
 TARGET = 1.6
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def say(message: str) -> None:
@@ -116,52 +116,38 @@ def vacuum_analyze(pg_url: str, schema: str) -> None:
 
 
 # ---------------------------------------------------------------- CPU accounting
-def _stat(pid: int) -> list[str] | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return raw[raw.rindex(")") + 2:].split()  # fields from the state on (field 3)
-
-
 def cpu_s(pid: int) -> float:
-    fields = _stat(pid)
-    return (int(fields[11]) + int(fields[12])) / TICK if fields else 0.0
+    """User and system CPU seconds of process `pid` (0 once it has gone)."""
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return times.user + times.system
 
 
 def children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            fields = _stat(int(entry.name))
-            if fields and int(fields[1]) == pid:
-                out.append(int(entry.name))
-    return out
+    """The process ids whose parent is `pid`."""
+    try:
+        return [child.pid for child in psutil.Process(pid).children()]
+    except psutil.NoSuchProcess:
+        return []
 
 
 def postgres_pids() -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "comm").read_text().strip() == "postgres":
-                    out.append(int(entry.name))
-            except OSError:
-                pass
-    return out
+    return [p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "postgres"]
 
 
-def machine_ticks() -> tuple[int, int]:
-    """(busy, total) jiffies of all CPUs since boot."""
-    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = values[3] + values[4]
-    return sum(values) - idle, sum(values)
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) CPU seconds of all CPUs since boot."""
+    times = psutil.cpu_times()
+    total = sum(times)
+    return total - times.idle - times.iowait, total
 
 
 @dataclasses.dataclass
 class Snapshot:
     when: float
-    machine: tuple[int, int]
+    machine: tuple[float, float]
     server: dict[int, float]
     postgres: dict[int, float]
     children_s: float
@@ -169,7 +155,7 @@ class Snapshot:
     @classmethod
     def take(cls, server_pids: list[int]) -> "Snapshot":
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return cls(time.monotonic(), machine_ticks(), {p: cpu_s(p) for p in server_pids},
+        return cls(time.monotonic(), machine_cpu(), {p: cpu_s(p) for p in server_pids},
                    {p: cpu_s(p) for p in postgres_pids()}, usage.ru_utime + usage.ru_stime)
 
 
@@ -180,7 +166,7 @@ def spent(before: Snapshot, after: Snapshot) -> dict:
     return {
         "wall_s": after.when - before.when,
         "machine_busy": busy / total if total else 0.0,
-        "machine_cpu_s": busy / TICK,
+        "machine_cpu_s": busy,
         "server_cpu_s": {p: after.server.get(p, 0.0) - s for p, s in before.server.items()},
         "postgres_cpu_s": sum(s - before.postgres.get(p, 0.0) for p, s in after.postgres.items()),
         # wrk, the one child this script waited for during the pass

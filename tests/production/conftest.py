@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import requests
 
@@ -127,16 +128,20 @@ class Served:
 
 
 def children_of(pid: int) -> set[int]:
-    """Process ids whose parent is `pid` (from /proc)."""
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            found.add(int(stat.parent.name))
-    return found
+    """Process ids whose parent is `pid`, but for those that have exited (zombies)."""
+    try:
+        children = psutil.Process(pid).children()
+    except psutil.NoSuchProcess:
+        return set()
+    return {child.pid for child in children if alive(child.pid)}
+
+
+def alive(pid: int) -> bool:
+    """True unless the process has exited (a zombie has exited)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 @pytest.fixture

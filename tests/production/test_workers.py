@@ -17,7 +17,7 @@ import requests
 from cli.listening import migrates_queued_connections, reuse_port_balances
 from tests.api.conftest import Servers
 from tests.api.tiny_data import TINY_ROWS_A
-from tests.production.conftest import lineups
+from tests.production.conftest import alive, lineups
 
 LINEUPS_QUERY = {"limit": 500}
 
@@ -169,17 +169,8 @@ def test_workers_stop_when_their_parent_is_killed_outright(tiny_store, served):
     os.kill(server.pid, signal.SIGKILL)
     server.process.wait(5)
     deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in workers):
+    while any(alive(pid) for pid in workers):
         assert time.monotonic() < deadline, "orphaned workers kept running"
         time.sleep(0.1)
     with pytest.raises(requests.ConnectionError):
         requests.get(f"{server.base_url}/healthz", timeout=2)
-
-
-def _alive(pid: int) -> bool:
-    """True unless the process has exited (a zombie has exited)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
