@@ -13,9 +13,11 @@ of tests/conftest.py.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import datetime as dt
+import inspect
 import threading
 from typing import Any, Iterator
 
@@ -81,6 +83,20 @@ class LiveServer:
         server.stop()
         self.loop.run_until_complete(server.close_all_connections())
         self.loop.close()
+
+    def submit(self, fn, *args) -> concurrent.futures.Future:
+        """Run `fn(*args)` on the server's loop (and await its result there when it is
+        awaitable): a future of that result, to wait for from this thread."""
+
+        async def run():
+            result = fn(*args)
+            return await result if inspect.isawaitable(result) else result
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop)
+
+    def call(self, fn, *args, timeout: float = 30):
+        """`submit(fn, *args)` and wait for its result."""
+        return self.submit(fn, *args).result(timeout)
 
     def stop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)

@@ -89,7 +89,7 @@ def test_the_api_answers_while_the_explorer_is_still_starting(context, demo):
 
     server = LiveServer(make)
     try:
-        mounting = asyncio.run_coroutine_threadsafe(composed[0].explorer.mount_soon(), server.loop)
+        mounting = server.submit(composed[0].explorer.mount_soon)
         assert requests.get(f"{server.base_url}/healthz", timeout=5).json() == {"status": "ok"}
         page = requests.get(f"{server.base_url}/v1/lineups", params={"limit": 1}, headers={"X-API-Key": demo["api_key"]}, timeout=5)
         assert page.status_code == 200 and len(page.json()["data"]) == 1
@@ -102,6 +102,6 @@ def test_the_api_answers_while_the_explorer_is_still_starting(context, demo):
         assert login.status_code == 200 and 'name="api_key"' in login.text
     finally:
         gate.set()
-        server.loop.call_soon_threadsafe(composed[0].explorer.stop)
+        server.call(composed[0].explorer.stop)
         server.stop()
         executor.shutdown(wait=True)

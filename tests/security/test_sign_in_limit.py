@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -37,9 +36,7 @@ def served(fresh_tiny, sessions, store_settings):
         return composed[0].app
 
     server = LiveServer(make)
-    mounted = threading.Event()
-    server.loop.call_soon_threadsafe(lambda: (composed[0].explorer.mount(), mounted.set()))
-    assert mounted.wait(10)
+    server.call(composed[0].explorer.mount, timeout=10)
     yield server
     server.stop()
     executor.shutdown(wait=True)
