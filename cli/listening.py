@@ -76,6 +76,11 @@ class Listening:
 
         return cls(bind_sockets(port, host or None, backlog=BACKLOG), per_worker=False)
 
+    @property
+    def port(self) -> int:
+        """The port bound (the one the kernel chose, for port 0)."""
+        return self.bound[0].getsockname()[1]
+
     def describe(self) -> str:
         return ", ".join(_address(sock) for sock in self.bound)
 

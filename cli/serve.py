@@ -94,6 +94,8 @@ def serve(
     api_key = _prepare_demo(ctx) if demo else None
     ctx.sessions.kw["bind"].dispose()  # the store is checked; each worker opens its own
     listening = _bind(host, port, processes)
+    if port == 0 and settings.base_url == _listening_url(host, 0):  # the default: name the port bound
+        settings = ctx.settings = dataclasses.replace(settings, base_url=_listening_url(host, listening.port))
     if ctx.as_json:
         ctx.emit({"base_url": settings.base_url, "api_key": api_key})
     else:
@@ -114,15 +116,20 @@ def _settings(ctx, host: str, port: int, **flags) -> Settings:
     """The context's settings with this command's flags, and the public base URL
     (`store.database.config.public_base_url`): --base-url (then stored, for the
     commands run later), else $LINEUPS_BASE_URL, else the stored setting, else the
-    listening address."""
+    listening address (`_listening_url`; for --port 0, `serve` puts in the port bound)."""
     from store.database import config
 
     if ctx.base_url is not None:
         _store_base_url(ctx)
-    shown_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-    flags["base_url"] = config.public_base_url(ctx.base_url, ctx.stored_base_url, f"http://{shown_host}:{port}")
+    flags["base_url"] = config.public_base_url(ctx.base_url, ctx.stored_base_url, _listening_url(host, port))
     ctx.settings = dataclasses.replace(ctx.settings, **{k: v for k, v in flags.items() if v is not None})
     return ctx.settings
+
+
+def _listening_url(host: str, port: int) -> str:
+    """The base URL of the listening address (a wildcard host shown as 127.0.0.1)."""
+    shown_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return f"http://{shown_host}:{port}"
 
 
 def _store_base_url(ctx) -> None:

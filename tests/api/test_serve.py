@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -28,8 +29,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start(db: Path, *args: str) -> tuple[subprocess.Popen, int, Path]:
-    port = free_port()
+def start(db: Path, *args: str, port: int | None = None) -> tuple[subprocess.Popen, int, Path]:
+    """`lineups serve` on `db` and `port` (default a free one; 0: the kernel picks)."""
+    port = free_port() if port is None else port
     log = db.with_suffix(f".{port}.log")
     env = {**os.environ, "LINEUPS_DB": f"sqlite:///{db}"}
     for name in ("LINEUPS_SECRET", "LINEUPS_BASE_URL", "LINEUPS_DB_SCHEMA"):
@@ -89,6 +91,17 @@ def test_serve_demo_then_again_then_refused(tmp_path):
         assert response.status_code == 200
     assert stop(process, signal.SIGINT) == 0
     assert "new key" in log.read_text()
+
+
+def test_serve_on_port_0_prints_the_port_it_bound(tmp_path):
+    process, _, _ = start(tmp_path / "any-port.db", "--json", port=0)
+    said = json.loads(process.stdout.readline())
+    base_url = urlsplit(said["base_url"])
+    assert (base_url.scheme, base_url.hostname) == ("http", "127.0.0.1")
+    assert base_url.port not in (None, 0), said
+    wait_until_up(base_url.port, process)
+    assert requests.get(f"{said['base_url']}/healthz", timeout=10).json() == {"status": "ok"}
+    assert stop(process) == 0
 
 
 def test_serve_demo_refuses_a_store_with_other_data(tmp_path):
