@@ -504,6 +504,8 @@ def write_curve(out: Path, results: list[dict], when: str, machine: str) -> None
         "",
         f"![Latency and memory against store size, beside Datasette]({out.with_suffix('.png').name})",
         "",
+        "PostgreSQL with one and two server processes (`bench/scaling.py`): benchmarks-scaling.md.",
+        "",
     ]), encoding="utf-8")
 
 
