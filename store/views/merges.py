@@ -17,9 +17,8 @@ from store.database.schema import Feed, MergedView, Record
 from store.merging import columns, merge
 from store.merging.records import identity_rows, load_records, load_records_where, name_ports, names_carried
 from store.merging.resolve import Identities
+from store.views.stored import pair_chunks
 
-#: Pairs per IN list (two parameters each; SQLite allows 32,766, PostgreSQL 65,535).
-_IN_CHUNK = 5_000
 Pair = tuple[str, str]
 
 
@@ -183,8 +182,14 @@ class Merges:
         self._know(feeds)
         needed = sorted(pairs - self._pairs)
         if needed or not self._parts:
-            chunks = [tuple_(Record.vessel_key, Record.port_unlocode).in_(c) for c in _chunks(needed)]
-            self._parts.append(load_records_where(self.session, sorted(self._feeds), chunks))
+            # One statement per chunk: OR-ed into one, a large change (a new feed set
+            # derived from a near view at 1,000,000 records) passed SQLite's limit of
+            # 32,766 parameters.
+            feeds = sorted(self._feeds)
+            pair = tuple_(Record.vessel_key, Record.port_unlocode)
+            self._parts += [load_records_where(self.session, feeds, [pair.in_(c)]) for c in pair_chunks(needed)] or [
+                load_records_where(self.session, feeds, [])
+            ]
             self._pairs.update(needed)
 
 
@@ -192,8 +197,3 @@ def link_parts(entry: str) -> tuple[str, str]:
     """(IMO key, name key) of a change-log link (`store.views.upkeep.link`)."""
     imo, name = entry.removeprefix("LINK:").split(":", 1)
     return imo, "NAME:" + name
-
-
-def _chunks(items: list, size: int = _IN_CHUNK) -> Iterable[list]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]

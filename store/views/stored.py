@@ -154,7 +154,7 @@ def replace_pair_rows(
         return _replace_feed_rows(connection, view_id, pairs, merged, sources)
     table = MergedRow.__table__
     removed = 0
-    for chunk in _pair_chunks(pairs):
+    for chunk in pair_chunks(pairs):
         pair = tuple_(table.c.vessel_key, table.c.port_unlocode)
         removed += connection.execute(delete(table).where(table.c.view_id == view_id, pair.in_(chunk))).rowcount
     return removed, insert_rows(connection, *table_rows(view_id, merged))
@@ -197,7 +197,7 @@ def _marks(connection: Connection, view_id: int, pairs: Sequence[tuple[str, str]
     table = MergedRow.__table__
     statement = select(*(table.c[name] for name in _MARK_COLUMNS)).where(table.c.view_id == view_id)
     out: list[tuple] = []
-    for chunk in _pair_chunks(pairs):
+    for chunk in pair_chunks(pairs):
         pair = tuple_(table.c.vessel_key, table.c.port_unlocode)
         out += [tuple(row) for row in connection.execute(statement.where(pair.in_(chunk)))]
     return out
@@ -231,7 +231,8 @@ def _execute_many(connection: Connection, statement: str, params: list[tuple]) -
         cursor.close()
 
 
-def _pair_chunks(pairs: Sequence[tuple[str, str]]) -> Iterator[list]:
+def pair_chunks(pairs: Sequence[tuple[str, str]]) -> Iterator[list]:
+    """`pairs` a parameter list at a time (two parameters a pair)."""
     for start in range(0, len(pairs), _PAIRS_CHUNK):
         yield list(pairs[start : start + _PAIRS_CHUNK])
 

@@ -512,3 +512,55 @@ def test_a_buyer_who_gains_or_loses_a_feed_gets_views_copied_from_their_old_ones
             expected = reference(sessions, buyer, query)
             assert comparable(lineups.frame(buyer, query)) == comparable(expected), (name, params)
             assert lineups.count(buyer, query) == len(expected), (name, params)
+
+
+def test_a_new_feed_set_whose_change_passes_one_statements_parameter_limit_is_built(sessions, engine, monkeypatch, caplog):
+    """A buyer gains a feed whose records touch more (vessel, port) pairs than one
+    statement may carry as parameters: the new views are still derived from the old
+    ones, their records read a chunk of pairs per statement, and they equal the merge
+    of the visible records. (At 1,000,000 records the chunks of a large change were
+    OR-ed into one statement and SQLite refused it: "too many SQL variables".) Here the
+    chunks are made small, and on SQLite the limit with them, so that a small store
+    has such a change."""
+    import sqlite3
+
+    from sqlalchemy import event
+
+    from store.merging import records
+    from store.views import stored
+
+    monkeypatch.setattr(upkeep, "INCREMENTAL_SHARE", 0.6)
+    for module, name in ((stored, "_PAIRS_CHUNK"), (records, "_IN_LIST")):
+        monkeypatch.setattr(module, name, 8)
+    with transaction(sessions) as session:
+        payload = demo.load_demo(session, 800, 7, dt.date(2024, 3, 1))
+        feed_ids = [f.id for f in accounts.entitled_feeds(session, payload["buyer_id"])]
+        buyer = accounts.add_buyer(session, "Gains a feed").id
+        for feed_id in feed_ids[:-1]:
+            accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_id), "active")
+        gained = session.scalar(select(func.count(Record.id)).where(Record.feed_id == feed_ids[-1]))
+    upkeep.ensure_buyer(sessions, buyer)
+    sqlite = engine.dialect.name == "sqlite"
+
+    def limit(connection, _record):  # at most 100 parameters a statement
+        connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 100)
+
+    if sqlite:  # on every connection from now on
+        event.listen(engine, "connect", limit)
+        engine.dispose()
+    try:
+        with transaction(sessions) as session:
+            accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_ids[-1]), "active")
+        assert gained > 100  # pairs for many statements of 8 pairs, and past 100 parameters in one
+        with caplog.at_level("INFO", logger="lineups.views"):
+            assert upkeep.ensure_buyer(sessions, buyer) == 2
+        copied = [r.getMessage() for r in caplog.records if "starts as a copy of view" in r.getMessage()]
+        assert len(copied) == 2 and all("+1 feeds, 0 removed" in m for m in copied), copied
+        lineups = Lineups(sessions)
+        for params in QUERIES:
+            query = parse_query({k: [v] for k, v in params.items()}, default_taxonomy().parse_filter)[0]
+            expected = reference(sessions, buyer, query)
+            assert comparable(lineups.frame(buyer, query)) == comparable(expected), params
+    finally:
+        if sqlite:
+            event.remove(engine, "connect", limit)
