@@ -8,7 +8,10 @@ then a **fresh** `python -m explorer` process and an empty headless Chromium
 (Debian's, driven by Playwright). Measured as a buyer would notice:
 
 - first view, cold: from submitting the sign-in form to the first table rows on
-  screen, the first sign-in to a process that has just started (no warming exists);
+  screen, the first sign-in to a process that has just started (no warming exists):
+  the median of `COLD_RUNS` fresh processes, each signed into once (the first of a
+  run also pays for the machine's first browser start and file reads: one sample
+  of it swung the figure by 0.3-0.5 s between runs);
 - first view, warm: a second sign-in in a new browser context;
 - each filter change (port, a commodity group, latest, one row per feed, back to
   merged, a date window, a sort by quantity): from the change to the new row count on
@@ -45,6 +48,8 @@ CHROMIUM_ARGS = [
 ]
 SECRET = "bench-explorer-secret"
 TIMEOUT_MS = 120_000
+#: Fresh explorer processes per size whose first sign-in is timed (the median is reported).
+COLD_RUNS = 3
 
 
 def log(text: str) -> None:
@@ -179,17 +184,26 @@ def measure(records: int, folder: Path, store: tuple[str, dict] | None = None) -
         db_url, payload, loaded, built = build_store(folder, records)
     else:
         (db_url, payload), loaded, built = store, 0.0, 0.0
-    server, started = start_explorer(db_url, folder)
-    base = server.base_url
-    log(f"  explorer answering {started:.1f} s after start; signing in")
-    result: dict = {"records": records, "load_s": round(loaded, 1), "views_s": round(built, 1),
-                    "process_start_s": round(started, 2)}
+    result: dict = {"records": records, "load_s": round(loaded, 1), "views_s": round(built, 1)}
+    colds: list[tuple[float, float]] = []
+    server = None
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page, cold, cold_charts = sign_in(browser, base, payload["api_key"])
-            result["first_view_cold_s"] = round(cold, 3)
-            result["charts_cold_s"] = round(cold_charts, 3)
+            for _ in range(COLD_RUNS):  # the last process goes on with the filter changes
+                if server is not None:
+                    page.context.close()
+                    server.stop()
+                server, started = start_explorer(db_url, folder)
+                log(f"  explorer answering {started:.1f} s after start; signing in")
+                page, cold, cold_charts = sign_in(browser, server.base_url, payload["api_key"])
+                colds.append((cold, cold_charts))
+                log(f"  first view cold: {cold:.3f} s (charts {cold_charts:.3f} s)")
+            base = server.base_url
+            result["process_start_s"] = round(started, 2)
+            result["first_view_cold_runs_s"] = [round(c, 3) for c, _ in colds]
+            result["first_view_cold_s"] = round(statistics.median(c for c, _ in colds), 3)
+            result["charts_cold_s"] = round(statistics.median(c for _, c in colds), 3)
             result["rows_on_first_view"] = page.locator(".row-count p").first.inner_text().split("\n")[0]
             today = dt.datetime.now(dt.timezone.utc).date()
             steps = {
@@ -224,7 +238,8 @@ def measure(records: int, folder: Path, store: tuple[str, dict] | None = None) -
             browser.close()
         result["explorer_rss_mib"] = round(rss_mib(server.pid), 1)
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
     log(f"  cold {result['first_view_cold_s']} s, warm {result.get('first_view_warm_s')} s, "
         f"filter change median {result.get('filter_change_median_s')} s, slowest {result.get('filter_change_max_s')} s")
     return result
@@ -247,7 +262,8 @@ def report(results: list[dict], out: Path) -> None:
         f"Measured {payload['measured_at']} by `bench/explorer_scale.py` on this {os.cpu_count()}-core machine "
         f"(load average {load:.1f} at the end): a fresh SQLite store of the demo data per size, the demo "
         "buyer's views built as after `lineups demo`, a fresh `python -m explorer`, headless Debian Chromium. "
-        "Targets (issue 17): first view ≤ 2 s cold, filter change ≤ 1 s.",
+        f"Targets (issue 17): first view ≤ 2 s cold, filter change ≤ 1 s. First view cold: the median of {COLD_RUNS} "
+        "fresh explorer processes' first sign-ins (each run's times in the JSON).",
         "",
         "The rows come first, the charts when their totals are summed (the table does not wait for them): "
         "both times are given, from the sign-in or the change.",
@@ -257,7 +273,8 @@ def report(results: list[dict], out: Path) -> None:
     ]
     for r in results:
         lines.append(
-            f"| {r['records']:,} | {r['first_view_cold_s']:.2f} s | {r.get('first_view_warm_s', float('nan')):.2f} s | "
+            f"| {r['records']:,} | {r['first_view_cold_s']:.2f} s ({min(r['first_view_cold_runs_s']):.2f}–"
+            f"{max(r['first_view_cold_runs_s']):.2f}) | {r.get('first_view_warm_s', float('nan')):.2f} s | "
             f"{r.get('charts_cold_s', float('nan')):.2f} s | "
             f"{r.get('filter_change_median_s') or float('nan'):.2f} s | {r.get('filter_change_max_s') or float('nan'):.2f} s | "
             f"{r.get('explorer_rss_mib', 0):.0f} MiB | {r.get('rows_on_first_view', '')} |"
