@@ -9,9 +9,8 @@ then a **fresh** `python -m explorer` process and an empty headless Chromium
 
 - first view, cold: from submitting the sign-in form to the first table rows on
   screen, the first sign-in to a process that has just started (no warming exists):
-  the median of `COLD_RUNS` fresh processes, each signed into once (the first of a
-  run also pays for the machine's first browser start and file reads: one sample
-  of it swung the figure by 0.3-0.5 s between runs);
+  the median of `COLD_RUNS` fresh processes, each signed into once (one sample
+  varies by 0.3-0.7 s on this machine);
 - first view, warm: a second sign-in in a new browser context;
 - each filter change (port, a commodity group, latest, one row per feed, back to
   merged, a date window, a sort by quantity): from the change to the new row count on
