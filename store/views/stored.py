@@ -155,9 +155,19 @@ def replace_pair_rows(
     table = MergedRow.__table__
     removed = 0
     for chunk in pair_chunks(pairs):
-        pair = tuple_(table.c.vessel_key, table.c.port_unlocode)
-        removed += connection.execute(delete(table).where(table.c.view_id == view_id, pair.in_(chunk))).rowcount
+        removed += connection.execute(delete(table).where(table.c.view_id == view_id, _of_pairs(chunk))).rowcount
     return removed, insert_rows(connection, *table_rows(view_id, merged))
+
+
+def _of_pairs(pairs: list[tuple[str, str]]):
+    """The rows of the (vessel key, port) `pairs`, found through the (view, vessel,
+    port) index: SQLite answers a row-value IN list alone by reading the view's whole
+    part of that index (18 ms warm, 0.27 s cold for a 250,000-row view, 4× that at
+    1,000,000 records; per statement, per view an update touches), and with the
+    vessels' own IN list beside it probes the index per vessel (1.7 ms)."""
+    table = MergedRow.__table__
+    vessels = table.c.vessel_key.in_(sorted({vessel for vessel, _ in pairs}))
+    return vessels & tuple_(table.c.vessel_key, table.c.port_unlocode).in_(pairs)
 
 
 def _replace_feed_rows(
@@ -198,8 +208,7 @@ def _marks(connection: Connection, view_id: int, pairs: Sequence[tuple[str, str]
     statement = select(*(table.c[name] for name in _MARK_COLUMNS)).where(table.c.view_id == view_id)
     out: list[tuple] = []
     for chunk in pair_chunks(pairs):
-        pair = tuple_(table.c.vessel_key, table.c.port_unlocode)
-        out += [tuple(row) for row in connection.execute(statement.where(pair.in_(chunk)))]
+        out += [tuple(row) for row in connection.execute(statement.where(_of_pairs(chunk)))]
     return out
 
 
