@@ -490,14 +490,8 @@ def test_a_buyer_who_gains_or_loses_a_feed_gets_views_copied_from_their_old_ones
     or removed are merged again (`upkeep._nearest`, `upkeep._copy`); the result equals the merge
     of the visible records, in both modes, both ways."""
     monkeypatch.setattr(upkeep, "INCREMENTAL_SHARE", 0.6)  # a small store: one feed is a large share of it
-    with transaction(sessions) as session:
-        payload = demo.load_demo(session, 800, 7, dt.date(2024, 3, 1))
-        feed_ids = [f.id for f in accounts.entitled_feeds(session, payload["buyer_id"])]
-        buyer = accounts.add_buyer(session, "Changes feeds").id
-        for feed_id in feed_ids[:-1]:
-            accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_id), "active")
+    feed_ids, buyer = _buyer_short_of_one_feed(sessions, "Changes feeds")
     lineups = Lineups(sessions)
-    upkeep.ensure_buyer(sessions, buyer)
     for status, name in (("active", "gains"), ("cancelled", "loses")):
         with transaction(sessions) as session:
             accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_ids[-1 if name == "gains" else 0]), status)
@@ -532,14 +526,9 @@ def test_a_new_feed_set_whose_change_passes_one_statements_parameter_limit_is_bu
     monkeypatch.setattr(upkeep, "INCREMENTAL_SHARE", 0.6)
     for module, name in ((stored, "_PAIRS_CHUNK"), (records, "_IN_LIST")):
         monkeypatch.setattr(module, name, 8)
+    feed_ids, buyer = _buyer_short_of_one_feed(sessions, "Gains a feed")
     with transaction(sessions) as session:
-        payload = demo.load_demo(session, 800, 7, dt.date(2024, 3, 1))
-        feed_ids = [f.id for f in accounts.entitled_feeds(session, payload["buyer_id"])]
-        buyer = accounts.add_buyer(session, "Gains a feed").id
-        for feed_id in feed_ids[:-1]:
-            accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_id), "active")
         gained = session.scalar(select(func.count(Record.id)).where(Record.feed_id == feed_ids[-1]))
-    upkeep.ensure_buyer(sessions, buyer)
     sqlite = engine.dialect.name == "sqlite"
 
     def limit(connection, _record):  # at most 100 parameters a statement
@@ -564,3 +553,16 @@ def test_a_new_feed_set_whose_change_passes_one_statements_parameter_limit_is_bu
     finally:
         if sqlite:
             event.remove(engine, "connect", limit)
+
+
+def _buyer_short_of_one_feed(sessions, name: str) -> tuple[list[str], str]:
+    """A demo store of 800 records and a buyer `name` subscribed to every feed but the
+    last, with their views built: (the feed ids, the buyer's id)."""
+    with transaction(sessions) as session:
+        payload = demo.load_demo(session, 800, 7, dt.date(2024, 3, 1))
+        feed_ids = [f.id for f in accounts.entitled_feeds(session, payload["buyer_id"])]
+        buyer = accounts.add_buyer(session, name).id
+        for feed_id in feed_ids[:-1]:
+            accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_id), "active")
+    upkeep.ensure_buyer(sessions, buyer)
+    return feed_ids, buyer
