@@ -1,7 +1,6 @@
 """Where `lineups serve` listens: one socket that every process shares, or, with
 `--processes N` on Linux, a socket of its own in each worker (production issue;
-the measurement that found it: docs/benchmarks-mixed.md, "PostgreSQL, one and two
-processes").
+the measurement that found it: docs/benchmarks-scaling.md, "The run before").
 
 Workers that accept on one shared socket share its connections badly: the worker
 that wakes first takes the connection, and keep-alive clients stay on the worker
