@@ -447,7 +447,7 @@ def daily_update(dataset: Dataset, changes: int = 1_000) -> list[Figure]:
                    note=f"view upkeep {report.views_seconds:.2f} s of it ({report.views})")]
 
 
-def write_curve(out: Path, results: list[dict], when: str, machine: str) -> None:
+def write_curve(out: Path, results: list[dict]) -> None:
     """`out` (Markdown) with a table of the mixed workload per store size, ours beside
     Datasette's, and a chart of latency and memory against store size beside it."""
     import matplotlib
@@ -496,7 +496,9 @@ def write_curve(out: Path, results: list[dict], when: str, machine: str) -> None
         "# The mixed workload at several store sizes",
         "",
         "Written by `.venv/bin/python bench/mixed.py --records 250000 1000000 …` (see `bench/mixed.py` for what it",
-        f"does). **This run:** {when}. **Machine:** {machine}.",
+        "does; `--keep-other-sizes` adds a size to the sizes measured before). **Measured:** "
+        + "; ".join(f"{r['raw']['records']:,} records at {r.get('measured_at', '?')}" for r in results)
+        + f". **Machine:** {results[-1].get('machine', '?')}.",
         "",
         "| figure | " + " | ".join(f"{n:,} records" for n in sizes) + " |",
         "|---|" + "--:|" * len(sizes),
@@ -520,19 +522,26 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     parser.add_argument("--records", type=int, nargs="+", default=[250_000, 1_000_000])
     parser.add_argument("--queries", type=int, default=1_500)
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks-mixed.md"))
+    parser.add_argument("--keep-other-sizes", action="store_true",
+                        help="keep the sizes of the existing JSON that this run does not measure (each column says when it was measured)")
     args = parser.parse_args(argv)
-    when, where = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), machine()
+    where = machine()
+    kept = []
+    if args.keep_other_sizes and args.out.with_suffix(".json").exists():
+        kept = [r for r in json.loads(args.out.with_suffix(".json").read_text()) if r["raw"]["records"] not in args.records]
     results = []
     for records in args.records:
+        when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         with tempfile.TemporaryDirectory(prefix="lineups-mixed-") as tmp:
             print(f"[mixed] building a store of {records:,} records …", file=sys.stderr, flush=True)
             dataset = build_store(Path(tmp), records)
             figures, raw = mixed_figures(dataset, Path(tmp), args.queries)
-            results.append({"raw": raw, "figures": [f.as_dict() for f in figures]})
+            results.append({"measured_at": when, "machine": where, "raw": raw, "figures": [f.as_dict() for f in figures]})
             for figure in figures:
                 print(f"[mixed] {records:>9,} {figure.id:28s} {figure.median:>12,.2f} {figure.unit}", file=sys.stderr, flush=True)
-        args.out.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str) + "\n")
-        write_curve(args.out, results, when, where)
+        every = sorted(kept + results, key=lambda r: r["raw"]["records"])
+        args.out.with_suffix(".json").write_text(json.dumps(every, indent=1, default=str) + "\n")
+        write_curve(args.out, every)
     return 0
 
 
