@@ -133,13 +133,20 @@ def children_of(pid: int) -> set[int]:
         children = psutil.Process(pid).children()
     except psutil.NoSuchProcess:
         return set()
-    return {child.pid for child in children if alive(child.pid)}
+    return {child.pid for child in children if _running(child)}
 
 
 def alive(pid: int) -> bool:
     """True unless the process has exited (a zombie has exited)."""
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        return _running(psutil.Process(pid))
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
 
