@@ -525,13 +525,12 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     parser.add_argument("--keep-other-sizes", action="store_true",
                         help="keep the sizes of the existing JSON that this run does not measure (each column says when it was measured)")
     args = parser.parse_args(argv)
-    where = machine()
     kept = []
     if args.keep_other_sizes and args.out.with_suffix(".json").exists():
         kept = [r for r in json.loads(args.out.with_suffix(".json").read_text()) if r["raw"]["records"] not in args.records]
     results = []
     for records in args.records:
-        when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        when, where = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), machine()
         with tempfile.TemporaryDirectory(prefix="lineups-mixed-") as tmp:
             print(f"[mixed] building a store of {records:,} records …", file=sys.stderr, flush=True)
             dataset = build_store(Path(tmp), records)
