@@ -162,9 +162,9 @@ def replace_pair_rows(
 def _of_pairs(pairs: list[tuple[str, str]]):
     """The rows of the (vessel key, port) `pairs`, found through the (view, vessel,
     port) index: SQLite answers a row-value IN list alone by reading the view's whole
-    part of that index (18 ms warm, 0.27 s cold for a 250,000-row view, 4× that at
-    1,000,000 records; per statement, per view an update touches), and with the
-    vessels' own IN list beside it probes the index per vessel (1.7 ms)."""
+    part of that index (18 ms warm, 0.27 s cold for a 250,000-row view, growing with
+    the view; per statement, per view an update touches), and with the vessels' own
+    IN list beside it probes the index per vessel (1.7 ms)."""
     table = MergedRow.__table__
     vessels = table.c.vessel_key.in_(sorted({vessel for vessel, _ in pairs}))
     return vessels & tuple_(table.c.vessel_key, table.c.port_unlocode).in_(pairs)
