@@ -87,7 +87,10 @@ def test_the_explorer_flow(page, served):
     merge_change = change_filter(page, lambda p: p.locator(".filter-merge button", has_text="One row per feed").click())
     unmerge_change = change_filter(page, lambda p: p.locator(".filter-merge button", has_text="Merge all feeds").click())
 
-    # A reload keeps the filters: they are in the address.
+    # A reload keeps the filters: they are in the address (once it names the last change:
+    # the count and the address are separate messages, and a reload between them would
+    # reload the address before the change).
+    expect(page).to_have_url(f"{base}/explorer/?port=BRSSZ&from={today}&commodity=Soybeans&latest=true")
     page.reload()
     page.locator(".lineups-table .tabulator-row").first.wait_for()
     expect(page.locator(".row-count p").first).to_contain_text(
