@@ -83,6 +83,10 @@ def buyer_add(ctx, name):
 
 
 def _set_buyer_status(ctx, ident: str, status: str) -> None:
+    if status == "active":  # resumed with their views ready (see subscription_set)
+        with transaction(ctx.sessions) as session:
+            buyer_id = accounts.find_buyer(session, ident).id
+        upkeep.ensure_buyer(ctx.sessions, buyer_id)
     with transaction(ctx.sessions) as session:
         row = accounts.set_buyer_status(session, accounts.find_buyer(session, ident), status)
         payload = _buyer_payload(row)
@@ -146,10 +150,19 @@ def subscription() -> None:
 @click.argument("status", type=click.Choice(["active", "trial", "cancelled"], case_sensitive=False))
 @common
 def subscription_set(ctx, buyer_ident, feed_ident, status):
-    """Set a buyer's subscription to a feed."""
+    """Set a buyer's subscription to a feed. The change takes effect when the command
+    returns: the views of the feeds the buyer will see are built first."""
+    status = status.lower()
+    with transaction(ctx.sessions) as session:
+        buyer, feed = accounts.find_buyer(session, buyer_ident), feeds.find_feed(session, feed_ident)
+        buyer_id, feed_id = buyer.id, feed.id
+        after = upkeep.feeds_after(session, buyer_id, feed_id, status) if buyer.status == "active" else set()
+    # Built before the change commits (issue 15): the buyer reads their old feeds until
+    # then, and their next page after it is read from ready views, never merged.
+    upkeep.ensure_feeds(ctx.sessions, after)
     with transaction(ctx.sessions) as session:
         row = accounts.set_subscription(
-            session, accounts.find_buyer(session, buyer_ident), feeds.find_feed(session, feed_ident), status
+            session, accounts.find_buyer(session, buyer_id), feeds.find_feed(session, feed_id), status
         )
         payload = {"buyer_id": row.buyer_id, "feed_id": row.feed_id, "status": row.status}
     keep_views(ctx, row.buyer_id)
@@ -261,9 +274,10 @@ def run_demo(ctx, records: int, seed: int, anchor: dt.date | None) -> dict:
 
 
 def keep_views(ctx, buyer_id: str) -> None:
-    """After a change of what a buyer may see (committed): build the buyer's merged
-    views now, so that their next page is read, not merged, and drop views that no
-    buyer has read for the retention period (issue 15)."""
+    """After a change of what a buyer may see (committed): bring the buyer's merged
+    views up to date (built already before a subscription change or a resume; an
+    ingest may have committed since), so that their next page is read, not merged, and
+    drop views that no buyer has read for the retention period (issue 15)."""
     upkeep.ensure_buyer(ctx.sessions, buyer_id)
     with transaction(ctx.sessions) as session:
         upkeep.prune(session)

@@ -26,8 +26,11 @@ Who does the work, single flight across processes:
   claims the view in the database (`claimed_at`), builds it in one transaction and
   releases it; the others wait for it. A claim older than `CLAIM_TIMEOUT_S` (a
   process that died) is taken over;
-- a subscription change builds the buyer's views at once (`ensure_buyer`), and drops
-  views no buyer can read any longer after `RETENTION` (`prune`).
+- a subscription change builds the views of the feed set the buyer will see before
+  it commits (`ensure_feeds`, `feeds_after`), so that it takes effect with its views
+  ready and the buyer's next page is read, not merged; a buyer resumed, likewise
+  (`ensure_buyer`). Views no buyer can read any longer are dropped after `RETENTION`
+  (`prune`).
 """
 
 from __future__ import annotations
@@ -448,26 +451,40 @@ def _is_current(sessions: sessionmaker[Session], view_id: int) -> bool:
         return view is not None and view.state == "ready" and view.versions == _current_versions(session, view.feeds)
 
 
-def buyer_view_keys(session: Session, buyer_id: str) -> list[ViewKey]:
-    """The views a buyer's reads over all their feeds need: `all` first (the default
-    page), then `by_source`."""
-    feed_ids = list(
+def buyer_feeds(session: Session, buyer_id: str) -> set[str]:
+    """The ids of the feeds the buyer is entitled to (active or trial)."""
+    return set(
         session.scalars(
             select(Subscription.feed_id).where(Subscription.buyer_id == buyer_id, Subscription.status.in_(ENTITLED))
         )
     )
-    return [ViewKey.of(mode, feed_ids) for mode in MODES] if feed_ids else []
 
 
-def ensure_buyer(sessions: sessionmaker[Session], buyer_id: str) -> int:
-    """Build (or bring up to date) the views of a buyer's default reads, so that
-    their next page is read, not merged; returns how many views that is. For after a
-    subscription change, once it is committed."""
-    with transaction(sessions) as session:
-        keys = buyer_view_keys(session, buyer_id)
+def feeds_after(session: Session, buyer_id: str, feed_id: str, status: str) -> set[str]:
+    """The feeds the buyer will be entitled to once their subscription to `feed_id`
+    is `status`."""
+    feeds = buyer_feeds(session, buyer_id) - {feed_id}
+    return feeds | {feed_id} if status in ENTITLED else feeds
+
+
+def ensure_feeds(sessions: sessionmaker[Session], feed_ids: Iterable[str]) -> int:
+    """Build (or bring up to date) the views that a buyer of exactly `feed_ids` reads
+    over all their feeds, `all` first (the default page), then `by_source`; returns
+    how many views that is. Before a subscription change commits, so that the change
+    takes effect with its views ready."""
+    feed_ids = sorted(feed_ids)
+    keys = [ViewKey.of(mode, feed_ids) for mode in MODES] if feed_ids else []
     for key in keys:
         ensure(sessions, key)
     return len(keys)
+
+
+def ensure_buyer(sessions: sessionmaker[Session], buyer_id: str) -> int:
+    """`ensure_feeds` of the buyer's entitled feeds: their next page is read, not
+    merged."""
+    with transaction(sessions) as session:
+        feed_ids = buyer_feeds(session, buyer_id)
+    return ensure_feeds(sessions, feed_ids)
 
 
 def prune(session: Session, retention: dt.timedelta = RETENTION) -> int:

@@ -130,6 +130,42 @@ def test_subscription_set(buyer, feed):
     assert body["status"] == "cancelled"
 
 
+def test_a_subscription_change_takes_effect_with_its_views_ready(buyer, feed, tmp_path, monkeypatch, sessions):
+    """Issue 15: a buyer's next page after a change of their feeds is read from kept
+    views, never merged while they wait: when the change is made, the views of the
+    feeds they will see are built already (and a resumed buyer's, likewise)."""
+    from sqlalchemy import select
+
+    from store.database.db import transaction
+    from store.database.schema import MergedRow, MergedView
+
+    run_json("ingest", feed["id"], str(write_feed(tmp_path / "feed.csv", good_rows())))
+    other = run_json("feed", "add", "Paranagua Lineup", "--port", "BRPNG")
+    run_json("subscription", "set", buyer["id"], feed["id"], "active")
+    views_then: list[set] = []
+
+    def watching(change):
+        def made(session, *args):
+            views = session.scalars(select(MergedView)).all()
+            views_then.append({(v.mode, tuple(v.feeds)) for v in views if v.state == "ready"})
+            return change(session, *args)
+        return made
+
+    monkeypatch.setattr(accounts, "set_subscription", watching(accounts.set_subscription))
+    monkeypatch.setattr(accounts, "set_buyer_status", watching(accounts.set_buyer_status))
+    run_json("subscription", "set", buyer["id"], other["id"], "trial")  # gains a feed
+    run_json("subscription", "set", buyer["id"], feed["id"], "cancelled")  # loses one
+    run_json("buyer", "suspend", buyer["id"])
+    with transaction(sessions) as session:  # as if retention had dropped them
+        session.execute(MergedRow.__table__.delete())
+        session.execute(MergedView.__table__.delete())
+    run_json("buyer", "resume", buyer["id"])
+    both, last = tuple(sorted([feed["id"], other["id"]])), (other["id"],)
+    assert {("all", both), ("by_source", both)} <= views_then[0]
+    assert {("all", last), ("by_source", last)} <= views_then[1]
+    assert {("all", last), ("by_source", last)} <= views_then[3]
+
+
 def test_ingest_and_reingest(feed, tmp_path):
     path = write_feed(tmp_path / "feed.csv", good_rows())
     body = run_json("ingest", "Santos Lineup", str(path))
