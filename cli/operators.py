@@ -277,8 +277,12 @@ def keep_views(ctx, buyer_id: str) -> None:
     """After a change of what a buyer may see (committed): bring the buyer's merged
     views up to date (built already before a subscription change or a resume; an
     ingest may have committed since), so that their next page is read, not merged, and
-    drop views that no buyer has read for the retention period (issue 15)."""
-    upkeep.ensure_buyer(ctx.sessions, buyer_id)
+    drop views that no buyer has read for the retention period (issue 15). A suspended
+    buyer reads nothing: their views wait for `buyer resume`."""
+    with transaction(ctx.sessions) as session:
+        active = accounts.find_buyer(session, buyer_id).status == "active"
+    if active:
+        upkeep.ensure_buyer(ctx.sessions, buyer_id)
     with transaction(ctx.sessions) as session:
         upkeep.prune(session)
 

@@ -159,11 +159,15 @@ def test_a_subscription_change_takes_effect_with_its_views_ready(buyer, feed, tm
     with transaction(sessions) as session:  # as if retention had dropped them
         session.execute(MergedRow.__table__.delete())
         session.execute(MergedView.__table__.delete())
+    run_json("subscription", "set", buyer["id"], feed["id"], "active")  # suspended: nothing to read
+    with sessions() as session:
+        assert session.scalars(select(MergedView)).all() == []
     run_json("buyer", "resume", buyer["id"])
     both, last = tuple(sorted([feed["id"], other["id"]])), (other["id"],)
     assert {("all", both), ("by_source", both)} <= views_then[0]
     assert {("all", last), ("by_source", last)} <= views_then[1]
-    assert {("all", last), ("by_source", last)} <= views_then[3]
+    assert views_then[3] == set()
+    assert {("all", both), ("by_source", both)} <= views_then[4]
 
 
 def test_ingest_and_reingest(feed, tmp_path):
