@@ -60,7 +60,6 @@ class Context:
             from sqlalchemy.exc import ArgumentError, DBAPIError
 
             from store.database.db import engine_for, make_sessionmaker, open_store
-            from store.errors import InternalError, LineupsError
             from store.database.migrate import SchemaBehind
 
             try:
@@ -102,8 +101,29 @@ def common(command: Callable) -> Callable:
             return command(ctx, **kwargs)
         except LineupsError as exc:
             fail(ctx, exc)
+        except Exception as exc:
+            busy = _store_busy(exc)
+            if busy is None:
+                raise
+            fail(ctx, busy)
 
     return wrapper
+
+
+def _store_busy(exc: Exception) -> LineupsError | None:
+    """SQLite's one writer: another command (a large ingest, a view build) held the
+    store for longer than this one waits. Its transaction rolled back."""
+    from sqlalchemy.exc import OperationalError
+
+    from store.database.db import SQLITE_BUSY_S
+    from store.errors import InternalError
+
+    if not isinstance(exc, OperationalError) or "database is locked" not in str(exc.orig):
+        return None
+    return InternalError(
+        f"The store is busy with another write (a large ingest or a view build) and this command waited "
+        f"{SQLITE_BUSY_S:g} s for it: nothing was changed; run it again when that write is done."
+    )
 
 
 def fail(ctx: Context, exc: LineupsError) -> None:

@@ -28,6 +28,8 @@ log = logging.getLogger("lineups.db")
 T = TypeVar("T")
 #: Seconds to wait for a new PostgreSQL connection.
 CONNECT_TIMEOUT_S = 5
+#: Seconds a SQLite write waits for the one write lock held by another process.
+SQLITE_BUSY_S = 30.0
 #: Seconds a replica that failed is left alone (its reads go to the primary).
 REPLICA_PAUSE_S = 5.0
 #: `Session.info` key that marks the sessions of a replica.
@@ -49,7 +51,7 @@ def make_engine(
     path when given. `read_only` (replicas): every transaction is read-only and
     REPEATABLE READ, one snapshot from its first query to its end."""
     if db_url.startswith("sqlite"):
-        engine = create_engine(db_url, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = create_engine(db_url, connect_args={"timeout": SQLITE_BUSY_S, "check_same_thread": False})
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, _record):  # pragma: no cover - trivial

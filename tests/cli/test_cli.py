@@ -170,6 +170,28 @@ def test_a_subscription_change_takes_effect_with_its_views_ready(buyer, feed, tm
     assert {("all", both), ("by_source", both)} <= views_then[4]
 
 
+@pytest.mark.parametrize("backend", ["sqlite"])  # SQLite's one write lock
+def test_a_command_that_waits_too_long_for_the_store_says_so_and_changes_nothing(buyer, feed, cli_env, sessions,
+                                                                                 monkeypatch):
+    import sqlite3
+
+    from store.database.schema import Subscription
+
+    monkeypatch.setattr("store.database.db.SQLITE_BUSY_S", 0.2)
+    other_writer = sqlite3.connect(cli_env.db_url.removeprefix("sqlite:///"))
+    other_writer.execute("BEGIN IMMEDIATE")  # a long ingest, say
+    try:
+        body = run_json("subscription", "set", buyer["id"], feed["id"], "active", code=1)
+    finally:
+        other_writer.rollback()
+        other_writer.close()
+    assert_error(body, "INTERNAL_ERROR")
+    assert "busy with another write" in body["error"]["message"] and "nothing was changed" in body["error"]["message"]
+    with sessions() as session:
+        assert session.get(Subscription, (buyer["id"], feed["id"])) is None
+    assert run_json("subscription", "set", buyer["id"], feed["id"], "active")["status"] == "active"
+
+
 def test_ingest_and_reingest(feed, tmp_path):
     path = write_feed(tmp_path / "feed.csv", good_rows())
     body = run_json("ingest", "Santos Lineup", str(path))
