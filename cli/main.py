@@ -61,6 +61,7 @@ class Context:
 
             from store.database.db import engine_for, make_sessionmaker, open_store
             from store.database.migrate import SchemaBehind
+            from store.errors import InternalError
 
             try:
                 engine = engine_for(self.settings)
