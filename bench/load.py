@@ -40,6 +40,11 @@ class LoadResult:
         return self.requests / self.seconds if self.seconds else 0.0
 
 
+def p99(ordered: list[float]) -> float:
+    """The 99th percentile of sorted, non-empty `ordered` (the value below which 99% lie)."""
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
 def measure_load(
     base_url: str,
     paths: list[str],
@@ -156,7 +161,7 @@ async def _python_load(base_url, paths, api_key, connections, seconds, max_reque
         requests=len(latencies),
         seconds=elapsed,
         p50_ms=statistics.median(ordered) * 1000,
-        p99_ms=ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] * 1000,
+        p99_ms=p99(ordered) * 1000,
         errors=errors,
         tool="python asyncio",
     )

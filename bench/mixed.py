@@ -29,6 +29,7 @@ import json
 import os
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,7 +43,7 @@ from sqlalchemy import func, select, text
 
 from dataset import ANCHOR, Dataset, ingest_changes
 from figures import Figure, Target
-from load import WRK
+from load import WRK, p99
 from processes import Process, free_port, rss_mib
 from server_figures import RATE_LIMIT, lineups_command
 
@@ -282,9 +283,9 @@ class Probe:
         if not self.times:
             return "no pages asked"
         times = sorted(self.times)
-        p50, p99 = times[len(times) // 2], times[min(len(times) - 1, int(len(times) * 0.99))]
         over = sum(t > limit_s for t in times)
-        return f"{len(times)} pages asked: median {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, {over} over {limit_s * 1000:.0f} ms"
+        return (f"{len(times)} pages asked: median {statistics.median(times) * 1000:.0f} ms, "
+                f"p99 {p99(times) * 1000:.0f} ms, {over} over {limit_s * 1000:.0f} ms")
 
 
 def path_of(params: dict) -> str:
@@ -429,7 +430,7 @@ def subscription_change(dataset: Dataset, buyers: Buyers, server: Process, asks:
                        check=True, capture_output=True)
         command_s = time.perf_counter() - start
         listed = requests.get(server.base_url + "/v1/sources", headers={"X-API-Key": key}, timeout=60).json()
-        after = [timed_get(server.base_url + path, key) for path, _ in [(path_of({"limit": "100"}), key), *mine[50:60]]]
+        after = [timed_get(server.base_url + path, key) for path in [path_of({"limit": "100"}), *(p for p, _ in mine[50:60])]]
     if extra not in {s["id"] for s in listed["sources"]}:
         raise RuntimeError("the subscription change did not take effect when its command returned")
     slowest = max([*own.times, *(t for t, _ in after)])

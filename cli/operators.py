@@ -152,7 +152,6 @@ def subscription() -> None:
 def subscription_set(ctx, buyer_ident, feed_ident, status):
     """Set a buyer's subscription to a feed. The change takes effect when the command
     returns: the views of the feeds the buyer will see are built first."""
-    status = status.lower()
     with transaction(ctx.sessions) as session:
         buyer, feed = accounts.find_buyer(session, buyer_ident), feeds.find_feed(session, feed_ident)
         buyer_id, feed_id = buyer.id, feed.id

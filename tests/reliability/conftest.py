@@ -28,6 +28,8 @@ if str(BENCH) not in sys.path:
 #: The demo's calls are placed around today, as `lineups serve --demo` places them: the
 #: explorer opens on calls from today on, so a fixed day would empty it as time passes.
 ANCHOR = dt.datetime.now(dt.timezone.utc).date()
+#: Requests a minute per key of the servers `demo_store` prepares (the contract's).
+RATE_LIMIT = 100
 #: The secret `store_env` gives the servers (the links must be signed with it).
 SECRET = "test-secret"
 
@@ -53,7 +55,7 @@ def demo_store(sessions, store_settings):
 
         with transaction(sessions) as session:
             payload = load_demo(session, records, seed=7, anchor=ANCHOR)
-        env = store_env(store_settings.db_url, store_settings.db_schema, LINEUPS_RATE_LIMIT="100")
+        env = store_env(store_settings.db_url, store_settings.db_schema, LINEUPS_RATE_LIMIT=str(RATE_LIMIT))
         return {**payload, "env": env}
 
     return load

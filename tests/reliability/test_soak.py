@@ -18,7 +18,7 @@ import json
 import pytest
 import requests
 
-from tests.reliability.conftest import SECRET, seconds_setting
+from tests.reliability.conftest import RATE_LIMIT, SECRET, seconds_setting
 
 pytestmark = pytest.mark.redis
 
@@ -27,7 +27,6 @@ SECONDS = seconds_setting("LINEUPS_SOAK_SECONDS", 20)
 #: Load before memory is compared: the merge caches and pages fill during it.
 WARMUP = min(10.0, SECONDS / 3)
 RECORDS = 5000  # what `lineups serve --demo` loads
-LIMIT = 100  # requests a minute per key (the contract's; the demo store's setting)
 
 
 def test_sustained_mixed_load_stays_within_the_contract(demo_store, served, own_redis, sessions, soak):
@@ -39,8 +38,8 @@ def test_sustained_mixed_load_stays_within_the_contract(demo_store, served, own_
     # clients past 100 requests in 20 s).
     with requests.Session() as client:
         spent = [client.get(server.base_url + "/v1/sources", headers={"X-API-Key": plan.keys[0]}).status_code
-                 for _ in range(LIMIT)]
-    assert spent == [200] * LIMIT
+                 for _ in range(RATE_LIMIT)]
+    assert spent == [200] * RATE_LIMIT
 
     result = soak.soak(server.base_url, server.pid, plan, CLIENTS, SECONDS, WARMUP)
     print("\n" + json.dumps(result, indent=1))
