@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 import pandas as pd
-from sqlalchemy import select, tuple_
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from store.database.schema import Feed, MergedView, Record
 from store.merging import columns, merge
 from store.merging.records import identity_rows, load_records, load_records_where, name_ports, names_carried
 from store.merging.resolve import Identities
-from store.views.stored import pair_chunks
+from store.views.stored import of_pairs, pair_chunks
 
 Pair = tuple[str, str]
 
@@ -186,8 +186,8 @@ class Merges:
             # derived from a near view at 1,000,000 records) passed SQLite's limit of
             # 32,766 parameters.
             feeds = sorted(self._feeds)
-            pair = tuple_(Record.vessel_key, Record.port_unlocode)
-            self._parts += [load_records_where(self.session, feeds, [pair.in_(c)]) for c in pair_chunks(needed)] or [
+            pairs_in = lambda chunk: of_pairs(Record.vessel_key, Record.port_unlocode, chunk)  # noqa: E731
+            self._parts += [load_records_where(self.session, feeds, [pairs_in(c)]) for c in pair_chunks(needed)] or [
                 load_records_where(self.session, feeds, [])
             ]
             self._pairs.update(needed)

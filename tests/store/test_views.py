@@ -29,7 +29,7 @@ from store.views.query import LineupQuery, parse_query
 from store.merging.records import load_records
 from store.database.schema import Buyer, Feed, MergedRow, MergedView, Record, VesselChange
 from store.reference.taxonomy import default_taxonomy
-from store.views import merges, upkeep
+from store.views import merges, stored, upkeep
 from store.views.lineups import Lineups
 
 PORTS = ("NLRTM", "BEANR", "BRSSZ")
@@ -237,6 +237,44 @@ def test_issue_19_rule_1_a_feed_the_buyer_cannot_see_teaches_no_imo_and_changes_
     assert list(lineups.frame(names_only, LineupQuery())["vessel_imo"].astype(object)) == [None]
     with transaction(sessions) as session:
         assert set(session.scalars(select(MergedRow.vessel_key))) == {"NAME:HARMONY PACIFIC", "IMO9345934"}
+
+
+def test_an_update_writes_only_the_rows_that_changed(sessions, monkeypatch):
+    """A revision rewrites none of the other rows of its (vessel, port) pair, and a
+    row whose key stays is updated in place: what an update writes is most of its
+    cost (every row inserted or deleted touches the table and five indexes)."""
+    with transaction(sessions) as session:
+        alpha = feeds.add_feed(session, "Alpha Lineups", ["BRSSZ"]).id
+        bravo = feeds.add_feed(session, "Bravo Port Data", ["BRSSZ"]).id
+        buyer = accounts.add_buyer(session, "Sees both").id
+        for feed_id in (alpha, bravo):
+            accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_id), "active")
+    # One vessel at Santos: three calls in Alpha, the first also in Bravo.
+    calls = pd.concat([_one_row("BRSSZ", "9345934", "Harmony Pacific", f"a{i}") for i in range(3)], ignore_index=True)
+    calls["eta"] = ["2024-03-10T06:00:00Z", "2024-04-10T06:00:00Z", "2024-05-10T06:00:00Z"]
+    upsert(sessions, alpha, calls)
+    upsert(sessions, bravo, _one_row("BRSSZ", "9345934", "Harmony Pacific", "b0"))
+    lineups = Lineups(sessions)
+    for mode in ("all", "by_source"):  # both views exist: the ingest below keeps them up to date
+        lineups.frame(buyer, LineupQuery(merge=mode))
+    monkeypatch.setattr(upkeep, "INCREMENTAL_SHARE", 10.0)  # small views: merged in part all the same
+    written: list[str] = []
+    original = stored._execute_many
+    monkeypatch.setattr(stored, "_execute_many", lambda c, statement, params: (
+        written.extend([statement.split()[0]] * len(params)) if "merged_rows" in statement else None,
+        original(c, statement, params),
+    ))
+    revised = calls.iloc[[2]].assign(quantity="42000")  # the last call's quantity, nothing else
+    report = upsert(sessions, alpha, pd.concat([calls.iloc[[0, 1]], revised], ignore_index=True))
+    assert report.updated == 1 and report.views["incremental"] == 2, report
+    # One row in each view, updated where it is; the pair's two other rows (three in
+    # `by_source`) not written at all.
+    assert written == ["UPDATE", "UPDATE"]
+    for mode in ("all", "by_source"):
+        query = LineupQuery(merge=mode)
+        rows = lineups.frame(buyer, query)
+        assert comparable(rows) == comparable(reference(sessions, buyer, query))
+        assert 42000 in set(rows["quantity"])
 
 
 def _harmony_store(sessions) -> tuple[str, str, str]:
