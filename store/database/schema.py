@@ -150,8 +150,10 @@ class Record(Base):
         UniqueConstraint("feed_id", "ref", name="uq_records_feed_ref"),
         Index("ix_records_commodity_raw_key", "commodity_raw_key"),
         Index("ix_records_feed_changed", "feed_id", "changed_version"),
-        Index("ix_records_feed_vessel", "feed_id", "vessel_key"),
-        Index("ix_records_feed_name", "feed_id", "name_key"),
+        # Covering for the upkeep's lookups (`store.merging.records`: names_carried,
+        # name_ports, identity_rows) and the (vessel, port) pairs' records (migration 0007).
+        Index("ix_records_feed_vessel", "feed_id", "vessel_key", "name_key", "port_unlocode", "commodity"),
+        Index("ix_records_feed_name", "feed_id", "name_key", "vessel_key", "commodity"),
     )
 
 
