@@ -7,8 +7,8 @@ spelling variants, blanks and counterparty disagreements (`store.intake.demo`), 
 to one buyer, written through the same validation and upsert as a feed file: a SQLite file by
 default, or the same store in a PostgreSQL schema (`db_url` and `db_schema`, the schema
 made and dropped by the caller).
-`ingest_changes` then ingests a small batch into one feed, part revisions of stored
-records and part new ones, the way a daily feed file does.
+`changes` then makes a small batch for one feed, part revisions of stored records and
+part new ones, the way a daily feed file does.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from store.access import accounts
 
 from store.intake import demo, feeds, ingest, validate
 from store.database.db import create_schema, make_engine, make_sessionmaker, transaction
-from store.database.schema import Feed, Record
+from store.database.schema import Record
 
 ANCHOR = dt.date(2026, 11, 23)
 SEED = 7
@@ -93,11 +93,10 @@ def build_store(folder: Path, records: int, seed: int = SEED, db_url: str | None
     return Dataset(db_url, buyer_id, BUYER, key, total, tuple(feed_ids), db_schema)
 
 
-def ingest_changes(session: Session, feed_id: str, count: int, round_: int) -> ingest.IngestReport:
-    """Ingest `count` records into the feed: half revisions of stored records (ETA a
-    few hours later, a new quantity), half new calls of the same vessels. `round_`
-    makes each batch different. Does not commit."""
-    feed = session.get(Feed, feed_id)
+def changes(session: Session, feed_id: str, count: int, round_: int) -> pd.DataFrame:
+    """`count` records of the feed, validated as a feed file's: half revisions of
+    stored records (ETA a few hours later, a new quantity), half new calls of the same
+    vessels. `round_` makes each batch different."""
     rng = np.random.default_rng(1000 + round_)
     stored = pd.DataFrame(
         session.execute(
@@ -122,5 +121,4 @@ def ingest_changes(session: Session, feed_id: str, count: int, round_: int) -> i
     frame["quantity"] = frame["quantity"].map(lambda q: "" if pd.isna(q) else f"{q:.0f}")
     frame = frame.astype(object).where(frame.notna(), "").astype(str)
     frame["_line"] = np.arange(2, len(frame) + 2)
-    clean = validate.validate_frame(frame, name="bench-changes.csv")
-    return ingest.upsert(session, feed, clean)
+    return validate.validate_frame(frame, name="bench-changes.csv")

@@ -16,7 +16,8 @@ started:
    slowest page during and just after it, the command's seconds, and how much other
    buyers' pages were delayed meanwhile), and a
    100,000-record ingest (its rows/s and its view upkeep, and the delay of others);
-5. a 1,000-record daily update: seconds until every view reflects it (its commit);
+5. a 1,000-record daily update: seconds from its start until a reader sees it in every
+   view (the commit), and the command's own wait;
 6. the server's memory after the pass.
 
 Load only ever targets 127.0.0.1; every process started is stopped.
@@ -41,7 +42,8 @@ from urllib.parse import urlencode
 import requests
 from sqlalchemy import func, select, text
 
-from dataset import ANCHOR, Dataset, ingest_changes
+from dataset import ANCHOR, Dataset
+from dataset import changes as dataset_changes
 from figures import Figure, Target
 from load import WRK, p99
 from processes import Process, free_port, rss_mib
@@ -49,7 +51,7 @@ from server_figures import RATE_LIMIT, lineups_command
 
 from store.access import accounts
 
-from store.intake import demo
+from store.intake import demo, ingest
 from store.database.db import make_engine, make_sessionmaker, transaction
 from store.database.schema import Feed, MergedRow, MergedView
 from store.reference.taxonomy import default_taxonomy
@@ -471,19 +473,56 @@ def big_ingest(dataset: Dataset, server: Process, others: list, folder: Path, ro
 
 
 def daily_update(dataset: Dataset, changes: int = 1_000) -> list[Figure]:
-    """A daily update of `changes` records into one feed (half revisions, half new):
-    its transaction brings every view of the feed up to date before it commits, so
-    the seconds to its commit are when every view reflects it."""
+    """A daily update of `changes` records into one feed (half revisions, half new),
+    made beforehand (`dataset.changes`): its transaction brings every view of the feed
+    up to date before it commits. What a buyer waits for is the time from the ingest's
+    start until another connection reads the feed's new data version (the records and
+    every view of the feed commit together); the command's own wait, until its commit
+    returns, also holds SQLite's checkpoint of the log into the database file, which
+    runs after readers already see the change."""
     engine = make_engine(dataset.db_url)
     sessions = make_sessionmaker(engine)
+    feed_id = dataset.feed_ids[0]
+    with transaction(sessions) as session:
+        batch = dataset_changes(session, feed_id, changes, 1)
+        version = session.get(Feed, feed_id).data_version
+    seen: list[float] = []
+    stop = threading.Event()
+
+    def watch() -> None:  # a reader of its own, as a server process is
+        watcher = make_engine(dataset.db_url)
+        try:
+            while not stop.is_set():
+                with watcher.connect() as connection:
+                    now = connection.scalar(select(Feed.data_version).where(Feed.id == feed_id))
+                if now != version:
+                    seen.append(time.perf_counter())
+                    return
+                time.sleep(0.005)
+        finally:
+            watcher.dispose()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
     start = time.perf_counter()
     with transaction(sessions) as session:
-        report = ingest_changes(session, dataset.feed_ids[0], changes, 1)
-    seconds = time.perf_counter() - start
+        report = ingest.upsert(session, session.get(Feed, feed_id), batch)
+        written = time.perf_counter()
+    returned = time.perf_counter()
+    thread.join(timeout=60)
+    stop.set()
     engine.dispose()
-    return [Figure("mixed.daily", "Mixed workload", f"a {changes:,}-record update: every view reflects it at its commit, after",
-                   "s", [seconds], Target("<=", 2.0),
-                   note=f"view upkeep {report.views_seconds:.2f} s of it ({report.views})")]
+    if not seen:
+        raise RuntimeError("the daily update never became visible to another connection")
+    return [
+        Figure("mixed.daily", "Mixed workload",
+               f"a {changes:,}-record update: from the ingest's start until every view shows it to a reader", "s",
+               [seen[0] - start], Target("<=", 2.0),
+               note=f"view upkeep {report.views_seconds:.2f} s of it ({report.views}); records and views "
+                    f"written {written - start:.2f} s, commit {returned - written:.2f} s"),
+        Figure("mixed.daily.command", "Mixed workload", "the ingest's own wait, until its commit returns (with the checkpoint)",
+               "s", [returned - start]),
+    ]
 
 
 def write_curve(out: Path, results: list[dict]) -> None:
