@@ -26,6 +26,7 @@ from store.intake.feeds import next_version
 from store.intake.feedfile import read_feed_file
 from store.fields import CONTENT_FIELDS, utcnow
 from store.intake.mapping import Mapping
+from store.database.db import sqlite_page_cache
 from store.database.schema import Feed, Record, RecordRevision
 from store.views import upkeep
 
@@ -75,6 +76,11 @@ def upsert(
     session: Session, feed: Feed, clean: pd.DataFrame, progress: Progress | None = None
 ) -> IngestReport:
     """Upsert validated rows (the output of `validate.validate_frame`) by (feed, ref)."""
+    with sqlite_page_cache(session):
+        return _upsert(session, feed, clean, progress)
+
+
+def _upsert(session: Session, feed: Feed, clean: pd.DataFrame, progress: Progress | None) -> IngestReport:
     now = utcnow().replace(tzinfo=None)
     clean = validate.derive(clean, commodity_mappings(session))
     existing = pd.DataFrame(

@@ -39,7 +39,6 @@ import datetime as dt
 import hashlib
 import logging
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -49,7 +48,7 @@ from sqlalchemy.orm import aliased
 from sqlalchemy.orm import Session, sessionmaker
 
 from store.access.accounts import ENTITLED
-from store.database.db import transaction
+from store.database.db import sqlite_page_cache, transaction
 from store.fields import utcnow
 from store.merging.merge_plan import NAT, nanos
 from store.merging.resolve import Identities
@@ -162,23 +161,8 @@ def _bring_up_to_date(session: Session, view: MergedView, merges: Merges | None 
     returns what was done ("current", "incremental" or "full"). The caller holds the
     view (a claim, or the ingest's row lock); `merges` shares loads and merges
     between the views of one transaction."""
-    with _page_cache(session):
+    with sqlite_page_cache(session):
         return _update(session, view, merges or Merges(session))
-
-
-@contextmanager
-def _page_cache(session: Session, mib: int = 256):
-    """On SQLite, a page cache of `mib` for the writes of a build (the table's five
-    indexes are written all over; the default 2 MiB makes it read pages again and
-    again), back to the default after, so that pooled connections stay small."""
-    sqlite = session.connection().dialect.name == "sqlite"
-    if sqlite:
-        session.execute(text(f"PRAGMA cache_size = -{mib * 1024}"))
-    try:
-        yield
-    finally:
-        if sqlite:
-            session.execute(text("PRAGMA cache_size = -2000"))
 
 
 def _update(session: Session, view: MergedView, merges: Merges) -> str:
