@@ -228,7 +228,7 @@ def sqlite_page_cache(session: Session, mib: int = 256) -> Iterator[None]:
     """On SQLite, a page cache of `mib` for the writes of a large transaction (an
     ingest, a view build: every index is written all over, and the default 2 MiB makes
     SQLite read the same pages again and again; a 1,000,000-record ingest into a fresh
-    store, 27,000 → 40,000 rows/s), back to what it was after, so that pooled
+    store, 21,400 → 31,600 rows/s), back to what it was after, so that pooled
     connections stay small (nested, the outer one's size)."""
     if session.connection().dialect.name != "sqlite":
         yield

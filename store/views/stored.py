@@ -150,15 +150,16 @@ def replace_pair_rows(
     """Bring the view's rows of the (vessel key, port) `pairs` to `merged`, the merge of
     those pairs' records; returns `(removed, written)`, the rows deleted and inserted.
 
-    Only what differs is written. Every row deleted or inserted touches the table and
-    its five indexes, and those pages are most of an update's cost (its commit writes
-    them): a daily update of 1,000 records merges again ~2,100 rows of each `all` view
-    of 1,000,000 records, and more than half come out as they were (the other calls
-    of the touched vessels at those ports). So the stored rows of the pairs are read
-    and compared with the new ones: a row found unchanged is left alone, a row whose
-    key (sort key, id) stays is updated in the columns that changed (often only
-    `is_top`, which touches one index), and only rows with a new key are inserted,
-    those whose key went deleted.
+    Only what differs is written: a daily update of 1,000 records merges again ~2,100
+    rows of each `all` view of 1,000,000 records, and more than half come out as they
+    were (the other calls of the touched vessels at those ports). So the stored rows
+    of the pairs are read and compared with the new ones: a row found unchanged is
+    left alone, a row whose key (sort key, id) stays is updated in the columns that
+    changed (often only `is_top`, which touches one index), and only rows with a new
+    key are inserted, those whose key went deleted. Every row deleted or inserted
+    touches the table and its five indexes: ~40% fewer such writes per daily update,
+    though the pages its commit writes fall less (~8%: an unchanged row shares its
+    pages with the changed rows beside it).
 
     With `sources`, for a `by_source` view of which only those feeds changed: `merged`
     holds only their rows of the pairs (each feed's `by_source` rows are its own

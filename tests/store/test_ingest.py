@@ -664,7 +664,7 @@ def test_a_foreign_file_without_a_mapping_says_which_option_fixes_it(session, fe
 
 def test_an_ingest_writes_with_a_large_page_cache_and_gives_its_connection_back_small(tmp_path, monkeypatch):
     """SQLite's default 2 MiB page cache made a large ingest read the same index pages
-    again and again (1,000,000 records: 27,000 rows/s, 40,000 with 256 MiB); the
+    again and again (1,000,000 records: 21,400 rows/s, 31,600 with 256 MiB); the
     connection goes back to the pool with the default, so that a server's pooled
     connections stay small."""
     from store.database.db import create_schema, make_engine, make_sessionmaker, transaction
