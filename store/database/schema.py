@@ -138,18 +138,12 @@ class Record(Base):
     commodity_leaf: Mapped[str | None] = mapped_column(String(200))
     content_hash: Mapped[int] = mapped_column(BigInteger)
     version: Mapped[int] = mapped_column(Integer, default=1)
-    #: The feed's `data_version` at the record's last change (insert, update, commodity
-    #: resolution). Kept up to date, read by nothing since the merged views replaced the
-    #: per-process caches (their upkeep reads `vessel_changes`): a later migration may
-    #: drop it with its index.
-    changed_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime)
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime)
 
     __table_args__ = (
         UniqueConstraint("feed_id", "ref", name="uq_records_feed_ref"),
         Index("ix_records_commodity_raw_key", "commodity_raw_key"),
-        Index("ix_records_feed_changed", "feed_id", "changed_version"),
         # Covering for the upkeep's lookups (`store.merging.records`: names_carried,
         # name_ports, identity_rows) and the (vessel, port) pairs' records (migration 0007).
         Index("ix_records_feed_vessel", "feed_id", "vessel_key", "name_key", "port_unlocode", "commodity"),

@@ -81,9 +81,10 @@ def find_feed(session: Session, ident: str) -> Feed:
 
 
 def bump_versions(session: Session, feed_ids: list[str]) -> None:
-    """Mark the feeds' records as changed, so merge caches keyed on them refresh.
-    Callers that change records then set their `changed_version` to the feed's new
-    `data_version` (`next_version` gives it for one feed)."""
+    """Mark the feeds' records as changed: the callers note, in the same transaction,
+    the (vessel, port) pairs they touched at the new `data_version`
+    (`store.views.upkeep.note_changes`), and kept views of the feeds are behind until
+    brought up to date."""
     if feed_ids:
         session.execute(
             update(Feed).where(Feed.id.in_(feed_ids)).values(data_version=Feed.data_version + 1)
@@ -91,9 +92,9 @@ def bump_versions(session: Session, feed_ids: list[str]) -> None:
 
 
 def next_version(session: Session, feed_id: str) -> int:
-    """Bump the feed's `data_version` and return the new value: the `changed_version`
-    of the records the caller is about to write. The update locks the feed's row until
-    the transaction ends, so concurrent ingests into one feed get distinct versions."""
+    """Bump the feed's `data_version` and return the new value: the version of the
+    change the caller is about to write. The update locks the feed's row until the
+    transaction ends, so concurrent ingests into one feed get distinct versions."""
     bump_versions(session, [feed_id])
     return session.scalar(select(Feed.data_version).where(Feed.id == feed_id))
 

@@ -104,8 +104,8 @@ def _upsert(session: Session, feed: Feed, clean: pd.DataFrame, progress: Progres
     joined["updated_at"] = joined["updated_at"].fillna(pd.Timestamp(now, tz="UTC"))
     if report.inserted or report.updated:
         version = next_version(session, feed.id)
-        _insert_new(session, feed, joined[is_new], now, version, progress)
-        _update_changed(session, joined[changed], now, version, progress)
+        _insert_new(session, feed, joined[is_new], now, progress)
+        _update_changed(session, joined[changed], now, progress)
         # The kept views of the feed merge again the (vessel, port) pairs this touched,
         # before and after the change, in this transaction (issue 15).
         now_pairs = joined.loc[is_new | changed, ["vessel_key", "port_unlocode"]].astype(object)
@@ -190,7 +190,7 @@ def _rows(frame: pd.DataFrame, columns: list[str], sqlite: bool) -> Iterator[tup
     return zip(*(_python_values(frame[c], sqlite) for c in columns))
 
 
-def _insert_new(session, feed, frame, now, version, progress) -> None:
+def _insert_new(session, feed, frame, now, progress) -> None:
     """Insert new records with one executemany per chunk. A driver-level statement
     (not the ORM) is what gets ingest past 50,000 rows/s on SQLite."""
     if frame.empty:
@@ -198,8 +198,8 @@ def _insert_new(session, feed, frame, now, version, progress) -> None:
     connection = session.connection()
     sqlite = connection.dialect.name == "sqlite"
     columns = ["ref", *_STORED, "updated_at"]
-    frame = frame.assign(feed_id=feed.id, version=1, changed_version=version, created_at=pd.Timestamp(now, tz="UTC"))
-    columns += ["feed_id", "version", "changed_version", "created_at"]
+    frame = frame.assign(feed_id=feed.id, version=1, created_at=pd.Timestamp(now, tz="UTC"))
+    columns += ["feed_id", "version", "created_at"]
     mark = "?" if sqlite else "%s"
     statement = (
         f"INSERT INTO {Record.__tablename__} ({', '.join(columns)}) "
@@ -235,7 +235,7 @@ def _records(frame: pd.DataFrame) -> list[dict]:
     return [dict(zip(columns, row)) for row in _rows(frame, columns, sqlite=False)]
 
 
-def _update_changed(session, frame, now, version, progress) -> None:
+def _update_changed(session, frame, now, progress) -> None:
     if frame.empty:
         return
     connection = session.connection()
@@ -259,11 +259,11 @@ def _update_changed(session, frame, now, version, progress) -> None:
         rows = _records(part)
         for rid, row in zip(ids, rows):
             row.pop("ref")
-            row.update(b_id=rid, version=old[rid].version + 1, changed_version=version)
+            row.update(b_id=rid, version=old[rid].version + 1)
         statement = (
             update(Record.__table__)
             .where(Record.__table__.c.id == bindparam("b_id"))
-            .values({name: bindparam(name) for name in (*_STORED, "updated_at", "version", "changed_version")})
+            .values({name: bindparam(name) for name in (*_STORED, "updated_at", "version")})
         )
         connection.execute(statement, rows)
         session.expire_all()

@@ -56,13 +56,7 @@ def map_commodity(session: Session, raw: str, leaf: str) -> dict:
     ).all()
     feeds = sorted({feed_id for feed_id, _, _ in touched})
     bump_versions(session, feeds)
-    # Each record notes its feed's new version, so caches re-read just these (C6).
-    feed_version = select(Feed.data_version).where(Feed.id == Record.feed_id).scalar_subquery()
-    result = session.execute(
-        update(Record)
-        .where(Record.commodity_raw_key == key)
-        .values(commodity_leaf=target.id, changed_version=feed_version)
-    )
+    result = session.execute(update(Record).where(Record.commodity_raw_key == key).values(commodity_leaf=target.id))
     session.flush()
     # The records changed their merge key (C2.2: the commodity key): the kept views of
     # their feeds merge those vessels again (issue 15).

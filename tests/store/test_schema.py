@@ -15,3 +15,42 @@ def test_the_migrated_schema_is_the_declared_one(engine):
         context = MigrationContext.configure(connection, opts={"include_schemas": False})
         differences = compare_metadata(context, Base.metadata)
     assert differences == []
+
+
+def test_upgrading_a_store_with_records_and_their_revisions_loses_nothing(store_settings, tmp_path):
+    """Migration 0008 drops a column of `records`, which revisions refer to: a store
+    of 0007 with records and revisions comes through whole (on SQLite a table copy
+    would have tripped over the revisions' foreign key)."""
+    from store.database.db import engine_for, make_sessionmaker, transaction
+    from store.database.migrate import current_revision, head_revision, upgrade
+    from store.database.schema import Port, Record, RecordRevision
+    from store.intake import feeds, ingest
+    from store.reference.ports import default_directory
+    from sqlalchemy import func, insert, select
+
+    engine = engine_for(store_settings)
+    upgrade(engine, "0007")
+    santos = default_directory().get("BRSSZ")
+    with engine.begin() as connection:
+        connection.execute(insert(Port), [{
+            "unlocode": santos.unlocode, "name": santos.name, "country_code": santos.country_code,
+            "country_name": santos.country_name, "latitude": santos.latitude, "longitude": santos.longitude,
+            "timezone": santos.timezone,
+        }])
+    sessions = make_sessionmaker(engine)
+    path = tmp_path / "santos.csv"
+    header = "ref,port_unlocode,vessel_imo,vessel_name,commodity,quantity,eta\n"
+    with transaction(sessions) as session:
+        feed = feeds.add_feed(session, "Santos Lineup", ["BRSSZ"])
+        path.write_text(header + "R1,BRSSZ,9074729,Ocean Grace,Soybeans,65000,2024-01-05T10:00:00Z\n")
+        ingest.ingest_file(session, feed, path)
+    with transaction(sessions) as session:
+        path.write_text(header + "R1,BRSSZ,9074729,Ocean Grace,Soybeans,61000,2024-01-06T10:00:00Z\n")
+        assert ingest.ingest_file(session, session.merge(feed), path).updated == 1
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+    with transaction(sessions) as session:
+        assert session.scalar(select(func.count()).select_from(Record)) == 1
+        assert session.scalar(select(func.count()).select_from(RecordRevision)) == 1
+        assert session.scalar(select(Record.quantity)) == 61000
+    engine.dispose()
