@@ -29,6 +29,12 @@ depends_on = None
 def upgrade() -> None:
     op.drop_index('ix_records_feed_changed', table_name='records')
     if op.get_bind().dialect.name == 'sqlite':
+        import sqlite3
+
+        if sqlite3.sqlite_version_info < (3, 35):
+            raise RuntimeError(
+                f'Migration 0008 needs SQLite 3.35 or later to drop a column; this Python has {sqlite3.sqlite_version}.'
+            )
         op.execute('ALTER TABLE records DROP COLUMN changed_version')
     else:
         op.drop_column('records', 'changed_version')
