@@ -206,6 +206,11 @@ def create_schema(engine: Engine) -> None:
     from store.database.migrate import upgrade
 
     upgrade(engine)
+    load_ports(engine)
+
+
+def load_ports(engine: Engine) -> None:
+    """Load the port directory into a store that has none yet."""
     with engine.begin() as connection:
         if connection.execute(select(func.count()).select_from(Port)).scalar_one() == 0:
             rows = [

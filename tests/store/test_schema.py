@@ -21,22 +21,15 @@ def test_upgrading_a_store_with_records_and_their_revisions_loses_nothing(store_
     """Migration 0008 drops a column of `records`, which revisions refer to: a store
     of 0007 with records and revisions comes through whole (on SQLite a table copy
     would have tripped over the revisions' foreign key)."""
-    from store.database.db import engine_for, make_sessionmaker, transaction
+    from store.database.db import engine_for, load_ports, make_sessionmaker, transaction
     from store.database.migrate import current_revision, head_revision, upgrade
-    from store.database.schema import Port, Record, RecordRevision
+    from store.database.schema import Record, RecordRevision
     from store.intake import feeds, ingest
-    from store.reference.ports import default_directory
-    from sqlalchemy import func, insert, select
+    from sqlalchemy import func, select
 
     engine = engine_for(store_settings)
     upgrade(engine, "0007")
-    santos = default_directory().get("BRSSZ")
-    with engine.begin() as connection:
-        connection.execute(insert(Port), [{
-            "unlocode": santos.unlocode, "name": santos.name, "country_code": santos.country_code,
-            "country_name": santos.country_name, "latitude": santos.latitude, "longitude": santos.longitude,
-            "timezone": santos.timezone,
-        }])
+    load_ports(engine)
     sessions = make_sessionmaker(engine)
     path = tmp_path / "santos.csv"
     header = "ref,port_unlocode,vessel_imo,vessel_name,commodity,quantity,eta\n"

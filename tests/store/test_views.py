@@ -239,16 +239,22 @@ def test_issue_19_rule_1_a_feed_the_buyer_cannot_see_teaches_no_imo_and_changes_
         assert set(session.scalars(select(MergedRow.vessel_key))) == {"NAME:HARMONY PACIFIC", "IMO9345934"}
 
 
-def test_an_update_writes_only_the_rows_that_changed(sessions, monkeypatch):
-    """A revision rewrites none of the other rows of its (vessel, port) pair, and a
-    row whose key stays is updated in place: what an update writes is most of its
-    cost (every row inserted or deleted touches the table and five indexes)."""
+def _two_feeds(sessions) -> tuple[str, str, str]:
+    """Feeds Alpha and Bravo at Santos and a buyer who sees both: their ids."""
     with transaction(sessions) as session:
         alpha = feeds.add_feed(session, "Alpha Lineups", ["BRSSZ"]).id
         bravo = feeds.add_feed(session, "Bravo Port Data", ["BRSSZ"]).id
         buyer = accounts.add_buyer(session, "Sees both").id
         for feed_id in (alpha, bravo):
             accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_id), "active")
+    return alpha, bravo, buyer
+
+
+def test_an_update_writes_only_the_rows_that_changed(sessions, monkeypatch):
+    """A revision rewrites none of the other rows of its (vessel, port) pair, and a
+    row whose key stays is updated in place: what an update writes is most of its
+    cost (every row inserted or deleted touches the table and five indexes)."""
+    alpha, bravo, buyer = _two_feeds(sessions)
     # One vessel at Santos: three calls in Alpha, the first also in Bravo.
     calls = pd.concat([_one_row("BRSSZ", "9345934", "Harmony Pacific", f"a{i}") for i in range(3)], ignore_index=True)
     calls["eta"] = ["2024-03-10T06:00:00Z", "2024-04-10T06:00:00Z", "2024-05-10T06:00:00Z"]
@@ -280,12 +286,7 @@ def test_an_update_writes_only_the_rows_that_changed(sessions, monkeypatch):
 def _harmony_store(sessions) -> tuple[str, str, str]:
     """Feeds Alpha and Bravo at Santos, a buyer who sees both, and Bravo's name-only
     "Harmony Pacific" at Santos among fillers at two ports: (alpha, bravo, buyer) ids."""
-    with transaction(sessions) as session:
-        alpha = feeds.add_feed(session, "Alpha Lineups", ["BRSSZ"]).id
-        bravo = feeds.add_feed(session, "Bravo Port Data", ["BRSSZ"]).id
-        buyer = accounts.add_buyer(session, "Sees both").id
-        for feed_id in (alpha, bravo):
-            accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_id), "active")
+    alpha, bravo, buyer = _two_feeds(sessions)
     upsert(sessions, bravo, pd.concat([
         _one_row("BRSSZ", "", "Harmony Pacific", "b1"),
         *(_one_row(port, "", f"Filler {i}", f"f{i}{port}") for i in range(6) for port in ("BRSSZ", "NLRTM")),
