@@ -209,8 +209,9 @@ _ID = String(24).with_variant(String(24, collation="C"), "postgresql")
 
 class MergedView(Base):
     """One kept merge: the rows of `mode` ("all" or "by_source", C2.6) over the
-    records of the feeds `feeds`: a buyer's rows are the view of their mode and
-    visible feed set (one feed with `source`). `versions` are the feeds'
+    records of the feeds `feeds`. An `all` view holds one visible feed set (a
+    buyer's, or one feed with `source`); the one `by_source` view holds every feed's
+    own rows, of which a buyer reads their visible feeds'. `versions` are the feeds'
     `data_version`s the rows reflect: a view whose versions are the feeds' current
     ones is current; another is brought up to date before it is read."""
 
@@ -296,7 +297,9 @@ class MergedRow(Base):
         Index("ix_merged_rows_port", "view_id", "port_unlocode", "sort_key", "id"),
         Index("ix_merged_rows_country", "view_id", "country_key", "sort_key", "id"),
         Index("ix_merged_rows_commodity", "view_id", "commodity_normalized", "sort_key", "id"),
-        Index("ix_merged_rows_vessel", "view_id", "vessel_key", "port_unlocode"),
+        # With the feed: the `by_source` view's upkeep reads one feed's rows of a pair,
+        # and `latest` probes a pair's rows of the reader's feeds, in the index.
+        Index("ix_merged_rows_vessel", "view_id", "vessel_key", "port_unlocode", "source_id"),
         Index("ix_merged_rows_top", "view_id", "is_top", "sort_key", "id"),
         {"sqlite_with_rowid": False},
     )

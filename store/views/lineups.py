@@ -79,7 +79,7 @@ class ViewNotCurrent(Exception):
     """The view a read needs is missing or behind its feeds' records."""
 
     def __init__(self, key: upkeep.ViewKey):
-        super().__init__(f"the {key.mode} view of {len(key.feeds)} feeds is not current")
+        super().__init__(f"the {key.describe()} is not current")
         self.key = key
 
 
@@ -172,13 +172,18 @@ class Lineups:
 
         def work(session: Session, target: sql.Target) -> dict[str, Any]:
             hit = session.execute(
-                select(MergedRow.vessel_key, MergedRow.port_unlocode, MergedRow.commodity_key, MergedView.feeds)
+                select(
+                    MergedRow.vessel_key, MergedRow.port_unlocode, MergedRow.commodity_key, MergedRow.source_id,
+                    MergedView.feeds,
+                )
                 .join(MergedView, MergedView.id == MergedRow.view_id)
-                .where(MergedRow.view_id == target.view_id, MergedRow.id == row_id)
+                .where(*sql.within(MergedRow, target), MergedRow.id == row_id)
             ).first()
             if hit is None:
                 raise NotFound(f"No lineup row with id {row_id}")
-            vessel, port, commodity, feeds = hit
+            vessel, port, commodity, source, feeds = hit
+            if query.merge == "by_source":  # a by_source row is its feed's own merge (C2.6)
+                feeds = [source]
             where = Record.port_unlocode == port
             identities = None
             vessels = {vessel}
@@ -280,21 +285,26 @@ class Lineups:
 
 
 def current_target(session: Session, mode: str, feeds: Sequence[FeedVersion], stale_ok: bool = False) -> sql.Target:
-    """The view holding `mode`'s rows of `feeds` at the feeds' versions. Raises
-    ViewNotCurrent when it is missing or behind (on a replica: ReplicaBehind, so that
-    the read goes to the primary, where views are built); `stale_ok` takes a ready
-    view as it is."""
+    """The view holding `mode`'s rows of `feeds` at the feeds' versions: the `all`
+    view of exactly those feeds, or the `by_source` view (every feed's rows), kept to
+    those feeds. Raises ViewNotCurrent when it is missing or behind for one of them
+    (on a replica: ReplicaBehind, so that the read goes to the primary, where views
+    are built); `stale_ok` takes a ready view as it is."""
     versions = {feed.id: feed.data_version for feed in feeds}
     key = upkeep.ViewKey.of(mode, versions)
     hit = session.execute(
-        select(MergedView.id, MergedView.state, MergedView.versions, MergedView.max_span)
+        select(MergedView.id, MergedView.state, MergedView.versions, MergedView.max_span, MergedView.feeds)
         .where(MergedView.mode == mode, MergedView.feed_set == key.feed_set)
     ).first()
-    if hit is None or hit.state != "ready" or (hit.versions != versions and not stale_ok):
+    current = hit is not None and all(hit.versions.get(feed_id) == version for feed_id, version in versions.items())
+    if hit is None or hit.state != "ready" or (not current and not stale_ok):
         if is_replica(session):
-            raise ReplicaBehind(f"the {mode} view of {len(key.feeds)} feeds is not current on the replica")
+            raise ReplicaBehind(f"the {mode} view of {len(versions)} feeds is not current on the replica")
         raise ViewNotCurrent(key)
-    return sql.Target(hit.id, int(hit.max_span or 0))
+    if mode == "all":
+        return sql.Target(hit.id, int(hit.max_span or 0))
+    sources = None if set(versions) >= set(hit.feeds) else tuple(sorted(versions))
+    return sql.Target(hit.id, int(hit.max_span or 0), sources, feed_tops=True)
 
 
 def _on_postgresql(session: Session) -> bool:

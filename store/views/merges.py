@@ -1,8 +1,8 @@
 """The merges of the views brought up to date in one transaction (issue 15), and
 which records they take: `store.views.upkeep` asks for the rows of a view, whole or
 of some (vessel key, port) pairs, and for an `all` view the pairs widened by issue
-19's rule 1 (`Merges.widened`); loads and `by_source` merges are shared between the
-views of the transaction.
+19's rule 1 (`Merges.widened`); loads and lookups are shared between the views of the
+transaction.
 """
 
 from __future__ import annotations
@@ -26,17 +26,15 @@ class Merges:
     """The merges of the views brought up to date in one transaction, sharing the
     work: each feed's records are loaded once (all of them, per feed; or those of
     the pairs asked, for every feed of the transaction's views at once, so that views
-    whose widened pairs differ load only the pairs no view asked before), and each
-    feed's `by_source` rows merged once (C2.6: a `by_source` view is the union of its
-    feeds' own merges), however many views hold the feed. The index lookups of the
-    widening (`widened`) are shared the same way: read once per key for every feed,
-    then kept to each view's feeds."""
+    whose widened pairs differ load only the pairs no view asked before), however
+    many views hold the feed. The index lookups of the widening (`widened`) are
+    shared the same way: read once per key for every feed, then kept to each view's
+    feeds."""
 
     def __init__(self, session: Session, feeds: Iterable[str] = ()):
         self.session = session
-        #: feed id -> all its records; (pairs, feed id) -> by_source rows
+        #: feed id -> all its records
         self._records: dict[str, pd.DataFrame] = {}
-        self._by_source: dict[tuple, pd.DataFrame] = {}
         #: The records of the pairs in `_pairs` of every feed in `_feeds`, in parts,
         #: and the lookups (`_lookup`) of every feed in `_feeds`.
         self._feeds: set[str] = set(feeds)
@@ -51,14 +49,15 @@ class Merges:
     ) -> pd.DataFrame:
         """The merged rows of `view` from the current records: all of them, or only
         those of the (vessel key, port) `pairs`, resolved with `identities` (issue 19
-        rule 1: the whole view's, when only some pairs are merged); of a `by_source`
-        view, only the rows of the feeds `sources` when given."""
+        rule 1: the whole view's, when only some pairs are merged); of the `by_source`
+        view, only the rows of the feeds `sources` when given (each feed's rows are
+        its own merge, C2.6)."""
         feeds = [f for f in view.feeds if sources is None or f in sources]
         records = [(f, r) for f, r in self._records_of(feeds, pairs) if len(r)]
         if not records:
             return merge.merge(load_records(self.session, []), view.mode)
         if view.mode == "by_source":
-            return columns.concat([self._by_source_rows(pairs, f, r) for f, r in records])
+            return columns.concat([merge.merge(r, "by_source") for _, r in records])
         return merge.merge(columns.concat([r for _, r in records]), "all", identities)
 
     def widened(self, view: MergedView, touched: set[Pair]) -> tuple[set[Pair], frozenset[Pair], Identities]:
@@ -153,11 +152,6 @@ class Merges:
         if not self._feeds.issuperset(feed_ids):
             self._feeds.update(feed_ids)
             self._pairs, self._parts, self._lookups = set(), [], {}
-
-    def _by_source_rows(self, pairs, feed_id: str, records: pd.DataFrame) -> pd.DataFrame:
-        if (pairs, feed_id) not in self._by_source:
-            self._by_source[(pairs, feed_id)] = merge.merge(records, "by_source")
-        return self._by_source[(pairs, feed_id)]
 
     def _records_of(self, feeds: Sequence[str], pairs: frozenset[Pair] | None) -> list[tuple[str, pd.DataFrame]]:
         """Per feed of `feeds`, its records (of the `pairs`, when given)."""

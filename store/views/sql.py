@@ -7,14 +7,19 @@ C3 order and keyset pages (C4), on SQLite and PostgreSQL alike.
   a substring of the folded name, `from`/`to` an overlap of the row's schedule span
   with the days. The date filter also bounds the sort key from below by the view's
   longest span, so that it is an index range, not a scan.
+- Feeds: an `all` view is the reader's feed set; the one `by_source` view holds every
+  feed's rows, of which the reader's feeds are kept (`Target.sources`).
 - `latest`: C3's "per (vessel, port) the latest among the filtered rows". Each view
   marks the row that is the latest of its (vessel, port) among all its rows
-  (`is_top`). With no filter but `port` (which keeps or drops whole (vessel, port)
-  pairs), `latest` is exactly those rows: an index range. With other filters, a
-  top row that passes them is kept, and any other row that passes them is kept when
-  no row of its pair that passes the same filters ranks above it (a later
-  combined_date, any date over none; then a later updated_at; then a lower id): a
-  NOT EXISTS that probes an index, only for rows that are not top.
+  (`is_top`; in the `by_source` view, among its feed's rows). With no filter but
+  `port` (which keeps or drops whole (vessel, port) pairs), `latest` is exactly
+  those rows: an index range. With other filters, a top row that passes them is
+  kept, and any other row that passes them is kept when no row of its pair that
+  passes the same filters ranks above it (a later combined_date, any date over none;
+  then a later updated_at; then a lower id): a NOT EXISTS that probes an index, only
+  for rows that are not top. A `by_source` reader of several feeds: the same probe
+  among the pair's rows of their feeds, for every row (for top rows only, with no
+  filter but `port`): one feed's latest may be beaten by another's.
 - Order and pages: (sort_key, id), sort_key being combined_date in ns or the largest
   int64 (dateless rows last); a page is the rows after the cursor's position, limit
   + 1 of them (the extra one says whether another page follows).
@@ -49,10 +54,27 @@ _DAY_NS = 86_400 * 10**9
 
 @dataclass(frozen=True)
 class Target:
-    """The view a query reads and the longest span of its rows."""
+    """The view a query reads, the longest span of its rows, and, in the `by_source`
+    view, which feeds' rows the reader sees (`sources`: None when every feed the view
+    holds) and that `is_top` marks each feed's latest (`feed_tops`)."""
 
     view_id: int
     max_span: int
+    sources: tuple[str, ...] | None = None
+    feed_tops: bool = False
+
+    @property
+    def exact_tops(self) -> bool:
+        """Whether `is_top` marks C3's latest of a pair among the reader's rows."""
+        return not self.feed_tops or (self.sources is not None and len(self.sources) == 1)
+
+
+def within(table, target: Target) -> list[ColumnElement]:
+    """The rows of `table` (MergedRow or an alias) that the reader of `target` sees."""
+    clauses = [table.view_id == target.view_id]
+    if target.sources is not None:
+        clauses.append(table.source_id.in_(target.sources))
+    return clauses
 
 
 def _day_ns(day: dt.date) -> int:
@@ -142,7 +164,7 @@ def _not_beaten(row, query: LineupQuery, taxonomy: Taxonomy, target: Target) -> 
         select(literal(1))
         .select_from(other)
         .where(
-            other.view_id == target.view_id,
+            *within(other, target),
             other.vessel_key == row.vessel_key,
             other.port_unlocode == row.port_unlocode,
             *filters(other, dataclasses.replace(query, port=None), taxonomy, target.max_span, indexed=False),
@@ -159,13 +181,16 @@ def _pair_filters_only(query: LineupQuery) -> bool:
 
 def _where(query: LineupQuery, taxonomy: Taxonomy, target: Target, by_commodity: bool = False) -> list[ColumnElement]:
     row = MergedRow
-    clauses = [row.view_id == target.view_id]
+    clauses = within(row, target)
     clauses += filters(row, query, taxonomy, target.max_span, by_commodity=by_commodity)
     if query.latest:
-        if _pair_filters_only(query):
-            clauses.append(row.is_top == 1)
+        pairs_only = _pair_filters_only(query)
+        if target.exact_tops:
+            clauses.append(row.is_top == 1 if pairs_only else or_(row.is_top == 1, _not_beaten(row, query, taxonomy, target)))
+        elif pairs_only:  # the latest of the reader's rows is one feed's latest
+            clauses += [row.is_top == 1, _not_beaten(row, query, taxonomy, target)]
         else:
-            clauses.append(or_(row.is_top == 1, _not_beaten(row, query, taxonomy, target)))
+            clauses.append(_not_beaten(row, query, taxonomy, target))
     return clauses
 
 
@@ -212,7 +237,7 @@ def is_sparse(session, query: LineupQuery, taxonomy: Taxonomy, target: Target) -
         return False
     kept = (
         select(literal(1))
-        .where(MergedRow.view_id == target.view_id, MergedRow.commodity_normalized.in_(leaves_of(taxonomy, query.commodity) or [""]))
+        .where(*within(MergedRow, target), MergedRow.commodity_normalized.in_(leaves_of(taxonomy, query.commodity) or [""]))
         .limit(SPARSE_ROWS)
     )
     return session.scalar(select(func.count()).select_from(kept.subquery())) < SPARSE_ROWS
@@ -223,14 +248,14 @@ def count_statement(query: LineupQuery, taxonomy: Taxonomy, target: Target) -> S
     cut into (vessel, port) pairs, that is how many pairs the filtered rows touch (C3
     keeps exactly one row of each): counted without probing every row for a better
     one of its pair (2.7 s instead of the probe's, at 1M records)."""
-    if _from_only(query):
+    if _from_only(query) and target.sources is None and (target.exact_tops or not query.latest):
         return _from_count(query, target)
-    if query.latest and not _pair_filters_only(query):
+    if query.latest and (not _pair_filters_only(query) or not target.exact_tops):
         # One text per pair (a LOCODE has five letters): an expression, so that no
         # planner walks the (vessel, port) index for distinctness and reads every row
         # of the view through it, instead of the filters' own range.
         pair = MergedRow.port_unlocode + MergedRow.vessel_key
-        filtered = [MergedRow.view_id == target.view_id, *filters(MergedRow, query, taxonomy, target.max_span)]
+        filtered = [*within(MergedRow, target), *filters(MergedRow, query, taxonomy, target.max_span)]
         return select(func.count(pair.distinct())).where(*filtered)
     return select(func.count()).select_from(MergedRow).where(*_where(query, taxonomy, target))
 

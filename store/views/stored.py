@@ -36,11 +36,12 @@ def fold(text: object) -> str:
     return " ".join(str(text).split()).casefold()
 
 
-def table_rows(view_id: int, merged: pd.DataFrame) -> tuple[list[str], Iterator[tuple]]:
+def table_rows(view_id: int, merged: pd.DataFrame, by_feed: bool = False) -> tuple[list[str], Iterator[tuple]]:
     """`(columns, rows)`: the merged rows of `merged` (`store.merging.merge.merge`) as rows of
     `merged_rows` for the view `view_id`, Python values ready for a DB-API driver, in
     primary-key order (sort key, id): the clustered table then grows at its end
-    instead of splitting pages all over."""
+    instead of splitting pages all over. `by_feed`: rows of the `by_source` view, whose
+    `is_top` marks each feed's latest row of a pair (`tops`)."""
     combined = nanos(merged["combined_date"])
     order = np.lexsort((pd.factorize(merged["id"], sort=True)[0], np.where(combined == NAT, LAST, combined)))
     merged = merged.iloc[order].reset_index(drop=True)
@@ -55,7 +56,7 @@ def table_rows(view_id: int, merged: pd.DataFrame) -> tuple[list[str], Iterator[
     quantity = pd.to_numeric(merged["quantity"]).to_numpy(dtype=float)
     values["quantity"] = np.where(np.isnan(quantity), None, quantity).tolist()
     values["members"] = merged["_members"].astype(np.int64).tolist()
-    values["is_top"] = tops(merged).astype(int).tolist()
+    values["is_top"] = tops(merged, by_feed).astype(int).tolist()
     for name in COLUMNS:
         if name in values or name in ("country_key", "port_name_key"):
             continue
@@ -67,11 +68,14 @@ def table_rows(view_id: int, merged: pd.DataFrame) -> tuple[list[str], Iterator[
     return columns, zip(*(values[name] for name in columns))
 
 
-def tops(merged: pd.DataFrame) -> np.ndarray:
+def tops(merged: pd.DataFrame, by_feed: bool = False) -> np.ndarray:
     """Per row, whether C3's `latest` keeps it of its (vessel key, port) among all of
-    `merged`: the latest combined_date (any over none), then the latest updated_at,
-    then the lowest id. Blank vessel keys count as one vessel, as in the table."""
+    `merged` (`by_feed`: among its feed's rows): the latest combined_date (any over
+    none), then the latest updated_at, then the lowest id. Blank vessel keys count as
+    one vessel, as in the table."""
     vessels = merged["vessel_key"].astype(object).where(merged["vessel_key"].notna(), "")
+    if by_feed:  # one vessel per feed: the pair's latest within each feed
+        vessels = merged["source_id"].astype(object) + "\x00" + vessels
     return _tops(vessels, merged["port_unlocode"], nanos(merged["combined_date"]), nanos(merged["updated_at"]), merged["id"])
 
 
@@ -122,25 +126,18 @@ def insert_rows(connection: Connection, columns: Sequence[str], rows: Iterator[t
     return written
 
 
-def copy_rows(connection: Connection, from_view: int, to_view: int, without: Sequence[str] = ()) -> int:
-    """Copy the rows of the view `from_view` into the view `to_view`, but those of the
-    feeds `without`, in the database (in primary-key order: the new view's part of
-    the table is written in order); returns how many. Written as text: through
-    SQLAlchemy's `insert().from_select()` the driver's row count of the statement came
-    back as -1 on PostgreSQL, and the view's `row_count` is taken from it."""
-    names = [name for name in COLUMNS if name != "view_id"]
-    listed = ", ".join(names)
-    params: dict[str, object] = {"to_view": to_view, "from_view": from_view}
-    skip = ""
-    if without:
-        marks = ", ".join(f":w{i}" for i in range(len(without)))
-        skip = f" AND source_id NOT IN ({marks})"
-        params.update({f"w{i}": feed for i, feed in enumerate(without)})
+def copy_rows(connection: Connection, from_view: int, to_view: int) -> int:
+    """Copy the rows of the view `from_view` into the view `to_view`, in the database
+    (in primary-key order: the new view's part of the table is written in order);
+    returns how many. Written as text: through SQLAlchemy's `insert().from_select()`
+    the driver's row count of the statement came back as -1 on PostgreSQL, and the
+    view's `row_count` is taken from it."""
+    listed = ", ".join(name for name in COLUMNS if name != "view_id")
     statement = text(
         f"INSERT INTO merged_rows (view_id, {listed}) SELECT :to_view, {listed} FROM merged_rows"
-        f" WHERE view_id = :from_view{skip} ORDER BY sort_key, id"
+        " WHERE view_id = :from_view ORDER BY sort_key, id"
     )
-    return connection.execute(statement, params).rowcount
+    return connection.execute(statement, {"to_view": to_view, "from_view": from_view}).rowcount
 
 
 def replace_pair_rows(
@@ -161,19 +158,12 @@ def replace_pair_rows(
     though the pages its commit writes fall less (~8%: an unchanged row shares its
     pages with the changed rows beside it).
 
-    With `sources`, for a `by_source` view of which only those feeds changed: `merged`
-    holds only their rows of the pairs (each feed's `by_source` rows are its own
-    merge, C2.6), so the other feeds' rows are kept and not merged again; only the
-    `is_top` marks (C3's `latest`, within a pair) are worked out again among the kept
-    rows and the new ones, and updated where they moved."""
-    stored = _stored_rows(connection, view_id, pairs)
-    new = list(table_rows(view_id, merged)[1])
-    if sources is not None:
-        kept = [row for row in stored if row[_SOURCE] not in sources]
-        top = _stored_tops([_marks_of(row) for row in new + kept])
-        # The kept rows as they should be (their marks worked out again) join the new
-        # ones: unchanged, they are left alone; a moved mark is an update of `is_top`.
-        new = [(*row[:_TOP], int(mark), *row[_TOP + 1 :]) for row, mark in zip(new + kept, top)]
+    With `sources`, in the `by_source` view: `merged` holds only those feeds' rows of
+    the pairs (each feed's rows are its own merge, C2.6, and `is_top` marks each
+    feed's latest), and only their rows are read and replaced; the other feeds'
+    rows of the pairs are not touched."""
+    stored = _stored_rows(connection, view_id, pairs, sources)
+    new = list(table_rows(view_id, merged, by_feed=sources is not None)[1])
     return _write_changes(connection, view_id, stored, new)
 
 
@@ -198,15 +188,9 @@ def _write_changes(connection: Connection, view_id: int, stored: list[tuple], ne
     return len(gone), insert_rows(connection, COLUMNS, iter(inserts))
 
 
-#: Positions in `COLUMNS` of the primary key's row parts, and of what `latest` ranks by.
-_SORT, _ID, _SOURCE, _TOP = (COLUMNS.index(name) for name in ("sort_key", "id", "source_id", "is_top"))
+#: Positions in `COLUMNS` of the primary key's row parts, and of the other columns.
+_SORT, _ID = COLUMNS.index("sort_key"), COLUMNS.index("id")
 _UPDATABLE = tuple(i for i, name in enumerate(COLUMNS) if name not in ("view_id", "sort_key", "id"))
-_MARK_COLUMNS = ("id", "vessel_key", "port_unlocode", "combined_date", "updated_at")
-_MARKS = tuple(COLUMNS.index(name) for name in _MARK_COLUMNS)
-
-
-def _marks_of(row: tuple) -> tuple:
-    return tuple(row[i] for i in _MARKS)
 
 
 def of_pairs(vessel_key, port_unlocode, pairs: Sequence[tuple[str, str]]):
@@ -227,23 +211,19 @@ def _of_pairs(pairs: list[tuple[str, str]]):
     return of_pairs(table.c.vessel_key, table.c.port_unlocode, pairs)
 
 
-def _stored_rows(connection: Connection, view_id: int, pairs: Sequence[tuple[str, str]]) -> list[tuple]:
-    """The view's stored rows of `pairs`, whole, in `COLUMNS` order."""
+def _stored_rows(
+    connection: Connection, view_id: int, pairs: Sequence[tuple[str, str]], sources: frozenset[str] | None = None
+) -> list[tuple]:
+    """The view's stored rows of `pairs` (of the feeds `sources`, when given), whole,
+    in `COLUMNS` order; the (view, vessel, port, source) index finds them."""
     table = MergedRow.__table__
     statement = select(*(table.c[name] for name in COLUMNS)).where(table.c.view_id == view_id)
+    if sources is not None:
+        statement = statement.where(table.c.source_id.in_(sorted(sources)))
     out: list[tuple] = []
     for chunk in pair_chunks(pairs):
         out += [tuple(row) for row in connection.execute(statement.where(_of_pairs(chunk)))]
     return out
-
-
-def _stored_tops(rows: list[tuple]) -> np.ndarray:
-    """`tops` of rows given as tuples of `_MARK_COLUMNS` (times as int ns or None)."""
-    if not rows:
-        return np.zeros(0, dtype=bool)
-    ids, vessels, ports, dates, updated = (np.array(column, dtype=object) for column in zip(*rows))
-    dates = np.where(dates == None, NAT, dates).astype(np.int64)  # noqa: E711 - elementwise
-    return _tops(vessels, ports, dates, updated.astype(np.int64), ids)
 
 
 def _execute_many(connection: Connection, statement: str, params: list[tuple]) -> None:

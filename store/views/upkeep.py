@@ -1,22 +1,28 @@
 """Keeping merged views in the database: build, bring up to date, drop (issue 15).
 
-A view is one kept merge (`store.database.schema.MergedView`): `merge=all` or `merge=by_source`
-over a set of feeds (a buyer's visible feeds, or one feed for `source`). Its `versions` are the feeds' `data_version`s its
-rows reflect. Whatever changes records notes, in the same transaction, the (vessel
-key, port) pairs it touched (`note_changes`, table `vessel_changes`); bringing a view
-up to date then merges again only the records of those pairs and replaces their rows:
+A view is one kept merge (`store.database.schema.MergedView`). An `all` view is the
+`merge=all` rows of a set of feeds (a buyer's visible feeds, or one feed for
+`source`). There is one `by_source` view: every feed's own rows (C2.6), kept once per
+feed whoever reads them, since a feed's `by_source` rows are its own merge; a buyer's
+`by_source` rows are those of their visible feeds (`store.views.sql.Target.sources`).
+A view's `versions` are the feeds' `data_version`s its rows reflect. Whatever changes
+records notes, in the same transaction, the (vessel key, port) pairs it touched
+(`note_changes`, table `vessel_changes`); bringing a view up to date then merges again
+only the records of those pairs and replaces their rows:
 
     merge(records) == rows of untouched pairs + merge(records of touched pairs)
 
 because a merge group never crosses a merge key (C2.2: vessel key + port + commodity
 key), and a pair holds whole merge keys; `latest` (C3) ranks rows within a pair too,
-so the pair's `is_top` marks come out of the same merge. In an `all` view the vessel
-key is resolved (issue 19 rule 1: a name-only record is the one IMO its name carries
-among the view's records), so the touched pairs are widened to the names' other pairs
-and IMO keys (`store.views.merges.Merges.widened`, with the `link`s a change notes) and merged with the
-whole view's identities. A change too large to list
-(more than `LISTED_PAIRS`), a log that does not reach back to the view's versions, or
-more than `INCREMENTAL_SHARE` of the view's rows to redo: the view is merged afresh.
+so the pair's `is_top` marks come out of the same merge (in the `by_source` view, each
+feed's latest of the pair). In an `all` view the vessel key is resolved (issue 19
+rule 1: a name-only record is the one IMO its name carries among the view's records),
+so the touched pairs are widened to the names' other pairs and IMO keys
+(`store.views.merges.Merges.widened`, with the `link`s a change notes) and merged with
+the whole view's identities. A change too large to list (more than `LISTED_PAIRS`), a
+log that does not reach back to the view's versions, or more than `INCREMENTAL_SHARE`
+of the view's rows to redo: the view (in the `by_source` view, the feed's rows) is
+merged afresh.
 
 Who does the work, single flight across processes:
 - an ingest or a commodity mapping brings every view of its feeds up to date in its
@@ -81,15 +87,24 @@ class ViewKey:
     mode: str
     feeds: tuple[str, ...]
 
+    def describe(self) -> str:
+        return f"{self.mode} view of {len(self.feeds)} feeds" if self.feeds else f"{self.mode} view"
+
     @property
     def feed_set(self) -> str:
         return hashlib.sha256(",".join(self.feeds).encode()).hexdigest()
 
     @classmethod
     def of(cls, mode: str, feed_ids: Iterable[str]) -> "ViewKey":
+        """The view that holds `mode`'s rows of `feed_ids`: for `by_source`, the one
+        view of every feed (`BY_SOURCE`)."""
         if mode not in MODES:
             raise ValueError(f"merge mode must be one of {MODES}, not {mode!r}")
-        return cls(mode, tuple(sorted(set(feed_ids))))
+        return BY_SOURCE if mode == "by_source" else cls(mode, tuple(sorted(set(feed_ids))))
+
+
+#: The one `by_source` view: every feed's own rows, whatever buyers read them.
+BY_SOURCE = ViewKey("by_source", ())
 
 
 # ---------------------------------------------------------------- the change log
@@ -119,23 +134,33 @@ def _touched(session: Session, view: MergedView, current: dict[str, int]) -> set
     a log that does not reach back), so that the view must be merged afresh."""
     touched: set[Pair] = set()
     for feed_id in view.feeds:
-        since, now = view.versions.get(feed_id), current.get(feed_id)
-        if since is None or now is None:
+        changed = _feed_touched(session, feed_id, view.versions.get(feed_id), current.get(feed_id))
+        if changed is None:
             return None
-        if since == now:
-            continue
-        rows = session.execute(
-            select(VesselChange.version, VesselChange.vessel_key, VesselChange.port_unlocode).where(
-                VesselChange.feed_id == feed_id, VesselChange.version > since, VesselChange.version <= now
-            )
-        ).all()
-        if {version for version, _, _ in rows} != set(range(since + 1, now + 1)):
+        touched |= changed
+    return touched
+
+
+def _feed_touched(session: Session, feed_id: str, since: int | None, now: int | None) -> set[Pair] | None:
+    """The pairs (and links) the changes of `feed_id` after version `since` up to
+    `now` touched; None when that is not known."""
+    if since is None or now is None:
+        return None
+    if since == now:
+        return set()
+    rows = session.execute(
+        select(VesselChange.version, VesselChange.vessel_key, VesselChange.port_unlocode).where(
+            VesselChange.feed_id == feed_id, VesselChange.version > since, VesselChange.version <= now
+        )
+    ).all()
+    if {version for version, _, _ in rows} != set(range(since + 1, now + 1)):
+        return None
+    touched: set[Pair] = set()
+    for _, vessel, port in rows:
+        if vessel is None:
             return None
-        for _, vessel, port in rows:
-            if vessel is None:
-                return None
-            if port is not None or vessel.startswith("LINK:"):
-                touched.add((vessel, port))
+        if port is not None or vessel.startswith("LINK:"):
+            touched.add((vessel, port))
     return touched
 
 
@@ -156,6 +181,14 @@ def _current_versions(session: Session, feed_ids: Sequence[str]) -> dict[str, in
     return dict(session.execute(select(Feed.id, Feed.data_version).where(Feed.id.in_(list(feed_ids)))).all())
 
 
+def _wanted_versions(session: Session, mode: str, feed_ids: Sequence[str]) -> dict[str, int]:
+    """The versions a view of `mode` and `feed_ids` is current at: those of its feeds,
+    or, for the `by_source` view, of every feed."""
+    if mode == "by_source":
+        return dict(session.execute(select(Feed.id, Feed.data_version)).all())
+    return _current_versions(session, feed_ids)
+
+
 def _bring_up_to_date(session: Session, view: MergedView, merges: Merges | None = None) -> str:
     """Make `view` reflect its feeds' current records, in `session`'s transaction;
     returns what was done ("current", "incremental" or "full"). The caller holds the
@@ -166,39 +199,75 @@ def _bring_up_to_date(session: Session, view: MergedView, merges: Merges | None 
 
 
 def _update(session: Session, view: MergedView, merges: Merges) -> str:
-    current = _current_versions(session, view.feeds)  # read before the records: never ahead of them
+    # Versions read before the records: never ahead of them.
+    current = _wanted_versions(session, view.mode, view.feeds)
     if view.state == "ready" and view.versions == current:
         return "current"
-    start = None
-    if view.state == "ready":
-        touched, rows, versions = _touched(session, view, current), view.row_count, view.versions
-    else:  # a new view: from a near one's rows when there is one
-        start, touched = _nearest(session, view)
-        rows = start.row_count if start is not None else 0
-        versions = {f: current[f] for f in view.feeds if start is not None and f in start.feeds}
-    loaded, identities, sources = None, None, None
-    if touched and view.mode == "all":  # issue 19 rule 5: names move between keys
-        touched, loaded, identities = merges.widened(view, touched)
-    elif touched:  # by_source: only the rows of the feeds that changed change
-        touched = {(vessel, port) for vessel, port in touched if port is not None}
-        sources = frozenset(f for f in view.feeds if versions.get(f) != current.get(f))
-    how = "full"
-    if touched is not None and len(touched) <= INCREMENTAL_SHARE * max(rows, 1):
-        if start is not None:
-            _copy(session, view, start)
-        _merge_pairs(session, view, touched, merges, loaded, identities, sources)
-        how = "derived" if start is not None else "incremental"
-    else:
-        session.execute(delete(MergedRow).where(MergedRow.view_id == view.id))
-        _write(session, view, merges.rows(view))
-        _analyze(session, view.row_count)
+    how = _update_by_source(session, view, current, merges) if view.mode == "by_source" else _update_all(session, view, current, merges)
     view.versions, view.state, view.built_at = current, "ready", _now()
     session.flush()
     return how
 
 
+def _update_all(session: Session, view: MergedView, current: dict[str, int], merges: Merges) -> str:
+    start = None
+    if view.state == "ready":
+        touched, rows = _touched(session, view, current), view.row_count
+    else:  # a new view: from a near one's rows when there is one
+        start, touched = _nearest(session, view)
+        rows = start.row_count if start is not None else 0
+    loaded, identities = None, None
+    if touched:  # issue 19 rule 5: names move between keys
+        touched, loaded, identities = merges.widened(view, touched)
+    if touched is not None and len(touched) <= INCREMENTAL_SHARE * max(rows, 1):
+        if start is not None:
+            _copy(session, view, start)
+        _merge_pairs(session, view, touched, merges, loaded, identities)
+        return "derived" if start is not None else "incremental"
+    session.execute(delete(MergedRow).where(MergedRow.view_id == view.id))
+    _write(session, view, merges.rows(view))
+    _analyze(session, view.row_count)
+    return "full"
+
+
+def _update_by_source(session: Session, view: MergedView, current: dict[str, int], merges: Merges) -> str:
+    """Bring the `by_source` view to `current` (every feed's version) a feed at a
+    time: a feed's rows are its own merge (C2.6), so a change of one feed touches
+    only its rows, and a feed the view does not hold yet (new to the store, or the
+    view new) is merged and added alone. A feed's change that is not listed replaces
+    the feed's rows; a listed one (at most `LISTED_PAIRS` pairs) merges its pairs
+    again: with no rows of other feeds to merge or widen by, that is never much
+    more work than the feed's whole merge, and it spares the scan of the view that
+    deleting a feed's rows takes."""
+    fresh = view.state != "ready"
+    view.feeds = sorted(current)
+    how = "incremental"
+    for feed_id in view.feeds:
+        since = view.versions.get(feed_id)
+        if since == current[feed_id]:
+            continue
+        touched = _feed_touched(session, feed_id, since, current[feed_id])
+        if touched is not None:
+            touched = {(vessel, port) for vessel, port in touched if port is not None}
+            _merge_pairs(session, view, touched, merges, sources=frozenset({feed_id}))
+            continue
+        how = "full"
+        removed = 0
+        if since is not None:
+            removed = session.execute(
+                delete(MergedRow).where(MergedRow.view_id == view.id, MergedRow.source_id == feed_id)
+            ).rowcount
+        rows = merges.rows(view, sources=frozenset({feed_id}))
+        columns, values = table_rows(view.id, rows, by_feed=True)
+        view.row_count += insert_rows(session.connection(), columns, values) - removed
+        view.max_span = max(view.max_span, _max_span(rows))
+    if fresh:
+        _analyze(session, view.row_count)
+    return how
+
+
 def _nearest(session: Session, view: MergedView) -> tuple[MergedView | None, set[Pair] | None]:
-    """For a new `view`: the nearest ready view of its mode (the fewest feeds added or
+    """For a new `all` view: the nearest ready one (the fewest feeds added or
     removed, then the most rows), current for all its feeds (so that the removed
     feeds' pairs are those its rows hold), and the change that turns its rows into
     the new view's, as if the feeds it lacks had just received all their records and
@@ -214,7 +283,7 @@ def _nearest(session: Session, view: MergedView) -> tuple[MergedView | None, set
     nearest, best = None, None
     for other in session.scalars(
         select(MergedView)
-        .where(MergedView.mode == view.mode, MergedView.state == "ready", MergedView.id != view.id)
+        .where(MergedView.mode == "all", MergedView.state == "ready", MergedView.id != view.id)
         .order_by(MergedView.id)  # ties go to the oldest view, on every back end alike
     ):
         if not wanted & set(other.feeds) or other.versions != {f: now.get(f) for f in other.feeds}:
@@ -225,22 +294,19 @@ def _nearest(session: Session, view: MergedView) -> tuple[MergedView | None, set
     if nearest is None:
         return None, None
     changed = sorted(wanted ^ set(nearest.feeds))
-    kept = sorted(wanted & set(nearest.feeds)) if view.mode == "all" else None  # by_source resolves no names across feeds
-    return nearest, _feed_entries(session, changed, kept)
+    return nearest, _feed_entries(session, changed, sorted(wanted & set(nearest.feeds)))
 
 
 def _copy(session: Session, view: MergedView, start: MergedView) -> None:
-    """Start `view` as a copy of the rows of `start` (in a `by_source` view, without
-    the rows of the feeds `view` does not hold), in the database."""
-    removed = sorted(set(start.feeds) - set(view.feeds)) if view.mode == "by_source" else []
+    """Start `view` as a copy of the rows of `start`, in the database."""
     session.execute(delete(MergedRow).where(MergedRow.view_id == view.id))
-    view.row_count = copy_rows(session.connection(), start.id, view.id, removed)
+    view.row_count = copy_rows(session.connection(), start.id, view.id)
     view.max_span = start.max_span  # a bound: a removed feed's longer spans only widen a `from` range
     log.info("View %d (%s) starts as a copy of view %d: %+d feeds, %d removed", view.id, view.mode, start.id,
              len(set(view.feeds) - set(start.feeds)), len(set(start.feeds) - set(view.feeds)))
 
 
-def _feed_entries(session: Session, feed_ids: Sequence[str], kept: Sequence[str] | None) -> set[Pair]:
+def _feed_entries(session: Session, feed_ids: Sequence[str], kept: Sequence[str]) -> set[Pair]:
     """The change-log entries of all the records of `feed_ids`, as if each had just
     been ingested (`note_changes`), and, for an `all` view that keeps the feeds
     `kept`, the links (`link`) those records make or break: a link that a served
@@ -252,8 +318,6 @@ def _feed_entries(session: Session, feed_ids: Sequence[str], kept: Sequence[str]
         select(Record.vessel_key, Record.port_unlocode).where(Record.feed_id.in_(feed_ids)).distinct()
     )
     touched = {(vessel or "", port) for vessel, port in pairs}
-    if kept is None:
-        return touched
     served_imo = lambda r: (r.commodity.is_not(None), r.name_key.is_not(None), r.vessel_key.startswith("IMO"))  # noqa: E731
     other = aliased(Record)
     carried = select(literal(1)).where(
@@ -310,8 +374,7 @@ def _merge_pairs(
     """Merge again the records of the `touched` (vessel key, port) pairs and replace
     their rows; `loaded`, when given, are the pairs whose records make those rows
     (issue 19: name-only records resolved to an IMO), `identities` the view's;
-    `sources`, for a `by_source` view, the feeds that changed (`replace_pair_rows`
-    writes only their rows)."""
+    `sources`, in the `by_source` view, the feed whose rows these are."""
     if not touched:
         return
     rows = merges.rows(view, loaded if loaded is not None else frozenset(touched), identities, sources)
@@ -322,7 +385,7 @@ def _merge_pairs(
 
 def _write(session: Session, view: MergedView, rows: pd.DataFrame) -> None:
     """Write the whole of `view` (its old rows already deleted)."""
-    columns, values = table_rows(view.id, rows)
+    columns, values = table_rows(view.id, rows, by_feed=view.mode == "by_source")
     view.row_count = insert_rows(session.connection(), columns, values)
     view.max_span = _max_span(rows)
 
@@ -349,14 +412,14 @@ def refresh_feeds(session: Session, feed_ids: Sequence[str]) -> dict[str, int]:
     wanted = set(feed_ids)
     done = {"incremental": 0, "full": 0, "current": 0}
     views = [
-        (view_id, feeds)
-        for view_id, feeds in session.execute(
-            select(MergedView.id, MergedView.feeds).where(MergedView.state == "ready").order_by(MergedView.id)
+        (view_id, mode, feeds)
+        for view_id, mode, feeds in session.execute(
+            select(MergedView.id, MergedView.mode, MergedView.feeds).where(MergedView.state == "ready").order_by(MergedView.id)
         )
-        if wanted & set(feeds)
+        if mode == "by_source" or wanted & set(feeds)  # the by_source view holds every feed, or soon will
     ]
-    ids = [view_id for view_id, _ in views]
-    merges = Merges(session, {f for _, feeds in views for f in feeds})
+    ids = [view_id for view_id, _, _ in views]
+    merges = Merges(session, wanted | {f for _, mode, feeds in views if mode == "all" for f in feeds})
     for view_id in ids:
         view = session.get(MergedView, view_id, with_for_update=True, populate_existing=True)
         if view is not None:
@@ -377,7 +440,7 @@ def ensure(sessions: sessionmaker[Session], key: ViewKey, wait: float = WAIT_S) 
         if view_id is not None and _is_current(sessions, view_id):
             return view_id
         if time.monotonic() > deadline:
-            raise TimeoutError(f"the {key.mode} view of {len(key.feeds)} feeds is still being built by another process")
+            raise TimeoutError(f"the {key.describe()} is still being built by another process")
         time.sleep(0.05)
 
 
@@ -397,7 +460,7 @@ def _claim(sessions: sessionmaker[Session], key: ViewKey) -> tuple[int | None, b
                 session.add(view)
                 session.flush()
                 return view.id, True
-            if view.state == "ready" and view.versions == _current_versions(session, view.feeds):
+            if view.state == "ready" and view.versions == _wanted_versions(session, view.mode, view.feeds):
                 return view.id, False
             taken = session.execute(
                 update(MergedView)
@@ -432,7 +495,7 @@ def _build(sessions: sessionmaker[Session], view_id: int) -> int:
 def _is_current(sessions: sessionmaker[Session], view_id: int) -> bool:
     with transaction(sessions) as session:
         view = session.get(MergedView, view_id)
-        return view is not None and view.state == "ready" and view.versions == _current_versions(session, view.feeds)
+        return view is not None and view.state == "ready" and view.versions == _wanted_versions(session, view.mode, view.feeds)
 
 
 def buyer_feeds(session: Session, buyer_id: str) -> set[str]:
@@ -453,9 +516,9 @@ def feeds_after(session: Session, buyer_id: str, feed_id: str, status: str) -> s
 
 def ensure_feeds(sessions: sessionmaker[Session], feed_ids: Iterable[str]) -> int:
     """Build (or bring up to date) the views that a buyer of exactly `feed_ids` reads
-    over all their feeds, `all` first (the default page), then `by_source`; returns
-    how many views that is. Before a subscription change commits, so that the change
-    takes effect with its views ready."""
+    over all their feeds, `all` first (the default page), then the `by_source` view
+    (which holds every feed); returns how many views that is. Before a subscription
+    change commits, so that the change takes effect with its views ready."""
     feed_ids = sorted(feed_ids)
     keys = [ViewKey.of(mode, feed_ids) for mode in MODES] if feed_ids else []
     for key in keys:
@@ -473,8 +536,8 @@ def ensure_buyer(sessions: sessionmaker[Session], buyer_id: str) -> int:
 
 def prune(session: Session, retention: dt.timedelta = RETENTION) -> int:
     """Mark views that no active buyer can read (no buyer sees exactly that set of
-    feeds for an `all` view; none is entitled to the feed of a one-feed view) as
-    unused, and drop those unused for longer than `retention`; returns how many were
+    feeds for an `all` view; none is entitled to the feed of a one-feed view; no
+    buyer is entitled to any feed, for the `by_source` view) as unused, and drop those unused for longer than `retention`; returns how many were
     dropped. Views in use again lose their mark."""
     rows = session.execute(
         select(Subscription.buyer_id, Subscription.feed_id)
@@ -487,6 +550,8 @@ def prune(session: Session, retention: dt.timedelta = RETENTION) -> int:
     in_use = {ViewKey.of("all", feeds).feed_set for feeds in sets.values()}
     single = {feed_id for _, feed_id in rows}
     in_use |= {ViewKey.of("all", [feed_id]).feed_set for feed_id in single}
+    if single:
+        in_use.add(BY_SOURCE.feed_set)
     now, dropped = _now(), 0
     for view in session.scalars(select(MergedView)):
         used = view.feed_set in in_use

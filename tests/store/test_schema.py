@@ -47,3 +47,45 @@ def test_upgrading_a_store_with_records_and_their_revisions_loses_nothing(store_
         assert session.scalar(select(func.count()).select_from(RecordRevision)) == 1
         assert session.scalar(select(Record.quantity)) == 61000
     engine.dispose()
+
+
+def test_upgrading_drops_the_by_source_views_of_feed_sets_and_reads_by_source_again(store_settings):
+    """Migration 0009: `by_source` rows were kept once per buyer feed set; now one
+    view holds every feed's rows. The upgrade drops the old views with their rows,
+    keeps the `all` views, and the next `by_source` read builds the one view."""
+    import datetime as dt
+
+    from sqlalchemy import func, select
+
+    from store.database.db import engine_for, load_ports, make_sessionmaker, transaction
+    from store.database.migrate import upgrade
+    from store.database.schema import MergedRow, MergedView
+    from store.intake import demo
+    from store.views import upkeep
+    from store.views.lineups import Lineups
+    from store.views.query import LineupQuery
+    from store.views.stored import copy_rows
+
+    engine = engine_for(store_settings)
+    upgrade(engine, "0008")
+    load_ports(engine)
+    sessions = make_sessionmaker(engine)
+    with transaction(sessions) as session:
+        payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
+    upkeep.ensure_buyer(sessions, payload["buyer_id"])
+    with transaction(sessions) as session:  # as 0008's code kept them: a by_source view per feed set
+        one = session.scalar(select(MergedView).where(MergedView.mode == "by_source"))
+        feeds = sorted(session.scalar(select(MergedView.feeds).where(MergedView.mode == "all")))
+        old = MergedView(mode="by_source", feed_set=upkeep.ViewKey("by_source", tuple(feeds)).feed_set, feeds=feeds,
+                         versions=dict(one.versions), state="ready", max_span=one.max_span, row_count=0)
+        session.add(old)
+        session.flush()
+        old.row_count = copy_rows(session.connection(), one.id, old.id)
+        kept = session.scalar(select(MergedView.row_count).where(MergedView.mode == "all"))
+    upgrade(engine)
+    with transaction(sessions) as session:
+        assert session.execute(select(MergedView.mode)).scalars().all() == ["all"]
+        assert session.scalar(select(func.count()).select_from(MergedRow)) == kept
+    page = Lineups(sessions).page(payload["buyer_id"], LineupQuery(merge="by_source"), None, 5)
+    assert len(page.records) == 5
+    engine.dispose()

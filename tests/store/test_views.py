@@ -41,6 +41,7 @@ QUERIES = (
     {"merge": "by_source"},
     {"latest": "true"},
     {"latest": "true", "merge": "by_source", "port": "NLRTM"},
+    {"latest": "true", "merge": "by_source", "commodity": "Dry Bulk"},
     {"commodity": "Dry Bulk"},
     {"commodity": "Soybeans,Coal", "latest": "true"},
     {"country": "Belgium"},
@@ -524,10 +525,11 @@ def test_latest_from_counts_a_call_that_began_before_from_beneath_a_later_shorte
 
 
 def test_a_buyer_who_gains_or_loses_a_feed_gets_views_copied_from_their_old_ones(sessions, caplog, monkeypatch):
-    """A subscription change makes a new feed set: its views start as a copy of the
-    nearest current view's rows, and only the pairs (and IMO links) of the feeds added
-    or removed are merged again (`upkeep._nearest`, `upkeep._copy`); the result equals the merge
-    of the visible records, in both modes, both ways."""
+    """A subscription change makes a new feed set: its `all` view starts as a copy of
+    the nearest current view's rows, and only the pairs (and IMO links) of the feeds
+    added or removed are merged again (`upkeep._nearest`, `upkeep._copy`); the
+    `by_source` view, which holds every feed's rows, is not touched at all. The result
+    equals the merge of the visible records, in both modes, both ways."""
     monkeypatch.setattr(upkeep, "INCREMENTAL_SHARE", 0.6)  # a small store: one feed is a large share of it
     feed_ids, buyer = _buyer_short_of_one_feed(sessions, "Changes feeds")
     lineups = Lineups(sessions)
@@ -538,13 +540,40 @@ def test_a_buyer_who_gains_or_loses_a_feed_gets_views_copied_from_their_old_ones
         with caplog.at_level("INFO", logger="lineups.views"):
             assert upkeep.ensure_buyer(sessions, buyer) == 2
         copied = [r.getMessage() for r in caplog.records if "starts as a copy of view" in r.getMessage()]
-        said = "+1 feeds, 0 removed" if name == "gains" else "+0 feeds, 1 removed"
-        assert len(copied) == 2 and all(said in m for m in copied), copied
+        said = "(all) starts as a copy of view 1: +1 feeds, 0 removed" if name == "gains" else "+0 feeds, 1 removed"
+        assert len(copied) == 1 and said in copied[0], copied
+        assert not [r for r in caplog.records if "(by_source) brought up to date" in r.getMessage()]
         for params in QUERIES:
             query = parse_query({k: [v] for k, v in params.items()}, default_taxonomy().parse_filter)[0]
             expected = reference(sessions, buyer, query)
             assert comparable(lineups.frame(buyer, query)) == comparable(expected), (name, params)
             assert lineups.count(buyer, query) == len(expected), (name, params)
+
+
+def test_by_source_rows_are_kept_once_per_feed_whatever_buyers_read_them(sessions):
+    """One `by_source` view holds every feed's own merge once (C2.6): buyers on
+    different feed sets add no rows, and each reads only their own feeds' rows, with
+    C3's `latest` among their feeds' rows, not among every feed's."""
+    feed_ids, buyer = _buyer_short_of_one_feed(sessions, "All but the last")
+    with transaction(sessions) as session:
+        other = accounts.add_buyer(session, "The last two").id
+        for feed_id in feed_ids[-2:]:
+            accounts.set_subscription(session, session.get(Buyer, other), session.get(Feed, feed_id), "active")
+        views = session.execute(select(MergedView.id, MergedView.feeds).where(MergedView.mode == "by_source")).all()
+        every = sorted(session.scalars(select(Feed.id)))  # the buyer's, the last one, and those no buyer reads
+        own = sum(len(merge.merge(load_records(session, [feed_id]), "by_source")) for feed_id in every)
+    assert set(feed_ids) < set(every) and len(views) == 1 and sorted(views[0].feeds) == every
+    assert upkeep.ensure_buyer(sessions, other) == 2
+    with transaction(sessions) as session:
+        assert session.execute(select(MergedView.id).where(MergedView.mode == "by_source")).all() == [(views[0].id,)]
+        assert session.scalar(select(func.count()).select_from(MergedRow).where(MergedRow.view_id == views[0].id)) == own
+    lineups = Lineups(sessions)
+    for buyer_id in (buyer, other):
+        for params in ({"merge": "by_source"}, {"merge": "by_source", "latest": "true"}, {"merge": "by_source", "latest": "true", "country": "Brazil"}):
+            query = parse_query({k: [v] for k, v in params.items()}, default_taxonomy().parse_filter)[0]
+            expected = reference(sessions, buyer_id, query)
+            assert len(expected) and comparable(lineups.frame(buyer_id, query)) == comparable(expected), params
+            assert lineups.count(buyer_id, query) == len(expected), params
 
 
 def test_a_new_feed_set_whose_change_passes_one_statements_parameter_limit_is_built(sessions, engine, monkeypatch, caplog):
@@ -583,7 +612,7 @@ def test_a_new_feed_set_whose_change_passes_one_statements_parameter_limit_is_bu
         with caplog.at_level("INFO", logger="lineups.views"):
             assert upkeep.ensure_buyer(sessions, buyer) == 2
         copied = [r.getMessage() for r in caplog.records if "starts as a copy of view" in r.getMessage()]
-        assert len(copied) == 2 and all("+1 feeds, 0 removed" in m for m in copied), copied
+        assert len(copied) == 1 and "(all) starts as a copy of view 1: +1 feeds, 0 removed" in copied[0], copied
         lineups = Lineups(sessions)
         for params in QUERIES:
             query = parse_query({k: [v] for k, v in params.items()}, default_taxonomy().parse_filter)[0]
