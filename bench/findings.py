@@ -56,11 +56,12 @@ probe (without them a page took 15.8 s instead of 37 ms): they are refreshed aft
 every full build. Under load one server process is bound by the GIL of its 8 request
 threads on 2 cores: more distinct pages per second need `--processes 2` (on
 PostgreSQL) rather than a faster page. Upkeep: a subscription change builds the
-buyer's two views (all and by_source) in the command before the change takes effect
-(the buyer reads their old feeds meanwhile), seconds for a large set of feeds (most
-of it writing the rows with five indexes); a daily update merges again
-only the touched (vessel, port) pairs, but does so for every view that holds the
-feed, so its time grows with the number of distinct feed sets in use."""
+buyer's `all` view in the command before the change takes effect (the buyer reads
+their old feeds meanwhile; `by_source` rows are kept once per feed, in one view that
+already holds every feed), seconds for a large set of feeds (most of it writing the
+rows with five indexes); a daily update merges again only the touched (vessel, port)
+pairs, but does so for every `all` view that holds the feed, so its time grows with
+the number of distinct feed sets in use."""
 
 _EXPORT_FIRST = """\
 The CSV writer (`store.views.csvtext`, in Arrow) takes categorical columns as they are: each
