@@ -186,7 +186,8 @@ def _where(query: LineupQuery, taxonomy: Taxonomy, target: Target, by_commodity:
     if query.latest:
         pairs_only = _pair_filters_only(query)
         if target.exact_tops:
-            clauses.append(row.is_top == 1 if pairs_only else or_(row.is_top == 1, _not_beaten(row, query, taxonomy, target)))
+            top = row.is_top == 1
+            clauses.append(top if pairs_only else or_(top, _not_beaten(row, query, taxonomy, target)))
         elif pairs_only:  # the latest of the reader's rows is one feed's latest
             clauses += [row.is_top == 1, _not_beaten(row, query, taxonomy, target)]
         else:
@@ -237,7 +238,10 @@ def is_sparse(session, query: LineupQuery, taxonomy: Taxonomy, target: Target) -
         return False
     kept = (
         select(literal(1))
-        .where(*within(MergedRow, target), MergedRow.commodity_normalized.in_(leaves_of(taxonomy, query.commodity) or [""]))
+        .where(
+            *within(MergedRow, target),
+            MergedRow.commodity_normalized.in_(leaves_of(taxonomy, query.commodity) or [""]),
+        )
         .limit(SPARSE_ROWS)
     )
     return session.scalar(select(func.count()).select_from(kept.subquery())) < SPARSE_ROWS

@@ -203,7 +203,8 @@ def _update(session: Session, view: MergedView, merges: Merges) -> str:
     current = _wanted_versions(session, view.mode, view.feeds)
     if view.state == "ready" and view.versions == current:
         return "current"
-    how = _update_by_source(session, view, current, merges) if view.mode == "by_source" else _update_all(session, view, current, merges)
+    update = _update_by_source if view.mode == "by_source" else _update_all
+    how = update(session, view, current, merges)
     view.versions, view.state, view.built_at = current, "ready", _now()
     session.flush()
     return how
@@ -414,7 +415,9 @@ def refresh_feeds(session: Session, feed_ids: Sequence[str]) -> dict[str, int]:
     views = [
         (view_id, mode, feeds)
         for view_id, mode, feeds in session.execute(
-            select(MergedView.id, MergedView.mode, MergedView.feeds).where(MergedView.state == "ready").order_by(MergedView.id)
+            select(MergedView.id, MergedView.mode, MergedView.feeds)
+            .where(MergedView.state == "ready")
+            .order_by(MergedView.id)
         )
         if mode == "by_source" or wanted & set(feeds)  # the by_source view holds every feed, or soon will
     ]
@@ -495,7 +498,9 @@ def _build(sessions: sessionmaker[Session], view_id: int) -> int:
 def _is_current(sessions: sessionmaker[Session], view_id: int) -> bool:
     with transaction(sessions) as session:
         view = session.get(MergedView, view_id)
-        return view is not None and view.state == "ready" and view.versions == _wanted_versions(session, view.mode, view.feeds)
+        if view is None or view.state != "ready":
+            return False
+        return view.versions == _wanted_versions(session, view.mode, view.feeds)
 
 
 def buyer_feeds(session: Session, buyer_id: str) -> set[str]:
@@ -537,8 +542,9 @@ def ensure_buyer(sessions: sessionmaker[Session], buyer_id: str) -> int:
 def prune(session: Session, retention: dt.timedelta = RETENTION) -> int:
     """Mark views that no active buyer can read (no buyer sees exactly that set of
     feeds for an `all` view; none is entitled to the feed of a one-feed view; no
-    buyer is entitled to any feed, for the `by_source` view) as unused, and drop those unused for longer than `retention`; returns how many were
-    dropped. Views in use again lose their mark."""
+    buyer is entitled to any feed, for the `by_source` view) as unused, and drop
+    those unused for longer than `retention`; returns how many were dropped. Views
+    in use again lose their mark."""
     rows = session.execute(
         select(Subscription.buyer_id, Subscription.feed_id)
         .join(Buyer, Buyer.id == Subscription.buyer_id)
