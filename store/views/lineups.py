@@ -299,7 +299,7 @@ def current_target(session: Session, mode: str, feeds: Sequence[FeedVersion], st
     current = hit is not None and all(hit.versions.get(feed_id) == version for feed_id, version in versions.items())
     if hit is None or hit.state != "ready" or (not current and not stale_ok):
         if is_replica(session):
-            raise ReplicaBehind(f"the {mode} view of {len(versions)} feeds is not current on the replica")
+            raise ReplicaBehind(f"the {key.describe()} is not current on the replica")
         raise ViewNotCurrent(key)
     if mode == "all":
         return sql.Target(hit.id, int(hit.max_span or 0))

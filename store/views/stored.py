@@ -73,25 +73,20 @@ def tops(merged: pd.DataFrame, by_feed: bool = False) -> np.ndarray:
     `merged` (`by_feed`: among its feed's rows): the latest combined_date (any over
     none), then the latest updated_at, then the lowest id. Blank vessel keys count as
     one vessel, as in the table."""
+    if not len(merged):
+        return np.zeros(0, dtype=bool)
     vessels = merged["vessel_key"].astype(object).where(merged["vessel_key"].notna(), "")
     if by_feed:  # one vessel per feed: the pair's latest within each feed
         vessels = merged["source_id"].astype(object) + "\x00" + vessels
-    return _tops(vessels, merged["port_unlocode"], nanos(merged["combined_date"]), nanos(merged["updated_at"]), merged["id"])
-
-
-def _tops(vessels, ports, dates: np.ndarray, updated: np.ndarray, ids) -> np.ndarray:
-    """`tops` on columns: times as int64 ns, NAT for none."""
-    if not len(dates):
-        return np.zeros(0, dtype=bool)
-    vessel, port = pd.factorize(vessels)[0], pd.factorize(ports)[0]
+    vessel, port = pd.factorize(vessels)[0], pd.factorize(merged["port_unlocode"])[0]
     # Ranks, exact (ns as float would round): NaT is the smallest int64, so it loses.
-    date = pd.factorize(dates, sort=True)[0]
-    later = pd.factorize(updated, sort=True)[0]
-    ranks = pd.factorize(ids, sort=True)[0]  # the lower id wins ties
+    date = pd.factorize(nanos(merged["combined_date"]), sort=True)[0]
+    later = pd.factorize(nanos(merged["updated_at"]), sort=True)[0]
+    ranks = pd.factorize(merged["id"], sort=True)[0]  # the lower id wins ties
     order = np.lexsort((ranks, -later, -date, port, vessel))
     first = np.ones(len(order), dtype=bool)
     first[1:] = (vessel[order][1:] != vessel[order][:-1]) | (port[order][1:] != port[order][:-1])
-    top = np.zeros(len(dates), dtype=bool)
+    top = np.zeros(len(merged), dtype=bool)
     top[order[first]] = True
     return top
 
@@ -188,7 +183,7 @@ def _write_changes(connection: Connection, view_id: int, stored: list[tuple], ne
     return len(gone), insert_rows(connection, COLUMNS, iter(inserts))
 
 
-#: Positions in `COLUMNS` of the primary key's row parts, and of the other columns.
+#: Positions in `COLUMNS` of the primary key's row parts, and of the columns an update may set.
 _SORT, _ID = COLUMNS.index("sort_key"), COLUMNS.index("id")
 _UPDATABLE = tuple(i for i, name in enumerate(COLUMNS) if name not in ("view_id", "sort_key", "id"))
 

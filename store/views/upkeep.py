@@ -259,8 +259,7 @@ def _update_by_source(session: Session, view: MergedView, current: dict[str, int
                 delete(MergedRow).where(MergedRow.view_id == view.id, MergedRow.source_id == feed_id)
             ).rowcount
         rows = merges.rows(view, sources=frozenset({feed_id}))
-        columns, values = table_rows(view.id, rows, by_feed=True)
-        view.row_count += insert_rows(session.connection(), columns, values) - removed
+        view.row_count += _insert(session, view, rows) - removed
         view.max_span = max(view.max_span, _max_span(rows))
     if fresh:
         _analyze(session, view.row_count)
@@ -386,9 +385,14 @@ def _merge_pairs(
 
 def _write(session: Session, view: MergedView, rows: pd.DataFrame) -> None:
     """Write the whole of `view` (its old rows already deleted)."""
-    columns, values = table_rows(view.id, rows, by_feed=view.mode == "by_source")
-    view.row_count = insert_rows(session.connection(), columns, values)
+    view.row_count = _insert(session, view, rows)
     view.max_span = _max_span(rows)
+
+
+def _insert(session: Session, view: MergedView, rows: pd.DataFrame) -> int:
+    """Insert merged `rows` into `view` (none of them there yet); returns how many."""
+    columns, values = table_rows(view.id, rows, by_feed=view.mode == "by_source")
+    return insert_rows(session.connection(), columns, values)
 
 
 def _max_span(rows: pd.DataFrame) -> int:
