@@ -32,11 +32,19 @@ ANCHOR = dt.date(2026, 11, 23)
 
 
 def write_feed_file(path: Path, records: int, seed: int = 11) -> int:
-    """A feed CSV of about `records` rows; returns the row count."""
-    # The demo feeds report ~0.85 records per call: make enough calls for `records`.
-    calls = demo.build_calls(seed, int(records / 0.8) + 10, ANCHOR)
-    frames = [demo.feed_rows(calls, i, seed) for i in range(len(demo.DEMO_FEEDS))]
-    frame = pd.concat(frames, ignore_index=True).iloc[:records]
+    """A feed CSV of `records` rows; returns the row count."""
+    # The demo feeds report ~0.6 records per call: make enough calls for `records`,
+    # more if a first guess falls short (until 2026-11-27 it wrote 788,169 rows when
+    # asked for 1,000,000).
+    wanted = int(records / 0.6) + 10
+    while True:
+        calls = demo.build_calls(seed, wanted, ANCHOR)
+        frames = [demo.feed_rows(calls, i, seed) for i in range(len(demo.DEMO_FEEDS))]
+        frame = pd.concat(frames, ignore_index=True)
+        if len(frame) >= records:
+            break
+        wanted = int(wanted * records / max(len(frame), 1) * 1.05) + 10
+    frame = frame.iloc[:records]
     frame["ref"] = [f"R{i:08d}" for i in range(len(frame))]
     frame.to_csv(path, index=False)
     return len(frame)

@@ -112,10 +112,11 @@ def note_changes(session: Session, feed_id: str, version: int, pairs: Iterable[t
     """Note that the change making `feed_id`'s data `version` touched the records of
     the (vessel key, port) `pairs` (before and after the change). Every change that
     bumps a feed's `data_version` calls this in the same transaction."""
-    touched = sorted({(vessel or "", port) for vessel, port in pairs}, key=lambda pair: (pair[0], pair[1] or ""))
-    rows = [{"feed_id": feed_id, "version": version, "vessel_key": v, "port_unlocode": p} for v, p in touched]
-    if len(rows) > LISTED_PAIRS:  # "everything": views of the feed are merged afresh
-        rows = [{"feed_id": feed_id, "version": version, "vessel_key": None, "port_unlocode": None}]
+    touched = {(vessel or "", port) for vessel, port in pairs}
+    if len(touched) > LISTED_PAIRS:  # "everything": views of the feed are merged afresh
+        touched = {(None, None)}
+    ordered = sorted(touched, key=lambda pair: (pair[0] or "", pair[1] or ""))
+    rows = [{"feed_id": feed_id, "version": version, "vessel_key": v, "port_unlocode": p} for v, p in ordered]
     if not rows:  # the version moved but touched nothing: the log stays complete
         rows = [{"feed_id": feed_id, "version": version, "vessel_key": "", "port_unlocode": None}]
     session.execute(insert(VesselChange), rows)
