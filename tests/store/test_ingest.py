@@ -355,7 +355,11 @@ def test_reingesting_the_same_file_changes_nothing(session, feed, tmp_path):
     assert data_version(session, feed) == version
 
 
-def test_a_changed_row_is_updated_and_its_previous_version_kept(session, feed, tmp_path):
+@pytest.mark.parametrize("by_ref", [ingest.BY_REF, 0], ids=["records-read-by-ref", "whole-feed-read"])
+def test_a_changed_row_is_updated_and_its_previous_version_kept(session, feed, tmp_path, monkeypatch, by_ref):
+    # A small file reads its feed's stored records by ref, a large one the whole feed:
+    # both come to the same.
+    monkeypatch.setattr(ingest, "BY_REF", by_ref)
     ingest_rows(session, feed, tmp_path, [row(ref="A"), row(ref="B")], name="v1.csv")
     old = dt.datetime(2020, 1, 1, 12, 0, 0)
     session.execute(update(Record).values(updated_at=old))
@@ -736,3 +740,23 @@ def test_a_load_larger_than_the_store_builds_the_records_indexes_after_its_rows(
     session.rollback()
     assert counts(session)[0] == 0
     assert expected <= _record_indexes(session)
+
+
+def test_a_new_record_notes_a_name_link_only_when_the_feed_did_not_carry_it(session, feed, tmp_path, monkeypatch):
+    """Issue 19 rule 5: the change log notes an (IMO, name) link when a new served
+    record makes one the feed did not carry (its views then move that name's
+    name-only records); a new call of a vessel the feed already names so notes only
+    its own (vessel, port) pair, so that a daily update stays small."""
+    from store.merging.resolve import name_key
+    from store.views import upkeep
+
+    noted = []
+    original = upkeep.note_changes
+    monkeypatch.setattr(upkeep, "note_changes", lambda s, f, v, keys: (noted.append(set(keys)), original(s, f, v, keys)))
+    ingest_rows(session, feed, tmp_path, [row(ref="A")], name="a.csv")
+    key = "IMO9074729"
+    assert noted[-1] == {(key, "BRSSZ"), upkeep.link(key, name_key("Ocean Grace"))}
+    ingest_rows(session, feed, tmp_path, [row(ref="A"), row(ref="B", port_unlocode="BRPNG")], name="b.csv")
+    assert noted[-1] == {(key, "BRPNG")}
+    ingest_rows(session, feed, tmp_path, [row(ref="C", vessel_name="Ocean Grace II")], name="c.csv")
+    assert noted[-1] == {(key, "BRSSZ"), upkeep.link(key, name_key("Ocean Grace II"))}
