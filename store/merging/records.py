@@ -109,8 +109,35 @@ def _in_chunks(session: Session, statement, column, values: Iterable[str]) -> li
     values = sorted(set(values))
     rows: list[tuple] = []
     for start in range(0, len(values), _IN_LIST):
-        rows += session.execute(statement.where(column.in_(values[start : start + _IN_LIST]))).all()
+        rows += _driver_rows(session, statement.where(column.in_(values[start : start + _IN_LIST])))
     return rows
+
+
+def _driver_rows(session: Session, statement) -> list[tuple]:
+    """The rows of `statement` as the driver gives them (text columns only: no type
+    conversions to skip), without SQLAlchemy's row objects (1.5 µs a row: 0.2 s of a
+    daily update's 140,000 rows of lookups at 1,000,000 records)."""
+    cursor = _execute(session, statement)
+    try:
+        return cursor.fetchall()
+    finally:
+        cursor.close()
+
+
+def _execute(session: Session, statement):
+    """A DBAPI cursor, in the session's transaction, that ran `statement`."""
+    connection = session.connection()
+    compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
+    params = compiled.construct_params()
+    if compiled.positional:
+        params = tuple(params[name] for name in compiled.positiontup)
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute(str(compiled), params)
+    except BaseException:
+        cursor.close()
+        raise
+    return cursor
 
 
 #: Values per IN list (SQLite allows 32,766 parameters, PostgreSQL 65,535).
@@ -127,14 +154,8 @@ def _load(session: Session, *where) -> pd.DataFrame:
         .where(*where)
     )
     names = ["source_id", "source_name", *_COLUMNS]
-    connection = session.connection()
-    compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
-    params = compiled.construct_params()
-    if compiled.positional:
-        params = tuple(params[name] for name in compiled.positiontup)
-    cursor = connection.connection.cursor()  # the DBAPI cursor, in the session's transaction
+    cursor = _execute(session, statement)
     try:
-        cursor.execute(str(compiled), params)
         chunks = []
         while rows := cursor.fetchmany(_CHUNK):
             chunks.append(_columns(names, rows))

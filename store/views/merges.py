@@ -41,6 +41,8 @@ class Merges:
         self._pairs: set[Pair] = set()
         self._parts: list[pd.DataFrame] = []
         self._lookups: dict[str, dict[str, list[tuple]]] = {}
+        #: name key -> {IMO key: feed ids}, from the `identity_rows` lookups
+        self._identity_index: dict[str, dict[str, set[str]]] = {}
         self._feed_names: dict[str, str] | None = None
 
     def rows(
@@ -116,11 +118,28 @@ class Merges:
 
     def _identities(self, feed_ids: Sequence[str], names: Iterable[str]) -> Identities:
         """Rule 1's identities among the served records of `feed_ids` of the name keys
-        `names` (as `store.merging.records.load_identities`)."""
+        `names` (as `store.merging.records.load_identities`). The rows read for a name
+        (one per IMO number and feed: ~160 a name in the bench's daily update) are
+        kept once per transaction as {IMO key: feeds}, so that each view keeps its
+        feeds of a few (name, IMO) entries instead of going over every row."""
         if self._feed_names is None:
             self._feed_names = dict(self.session.execute(select(Feed.id, Feed.name)).all())
-        rows = self._lookup(identity_rows, feed_ids, names)
-        return Identities.of_keys((name, imo, self._feed_names[feed]) for name, imo, feed in rows)
+        names = set(names)
+        cache = self._read(identity_rows, feed_ids, names)
+        wanted = set(feed_ids)
+        out: dict[str, dict[str, tuple[str, ...]]] = {}
+        for name in names:
+            imos = self._identity_index.get(name)
+            if imos is None:
+                imos = self._identity_index[name] = {}
+                for _, imo, feed in cache[name]:
+                    if isinstance(imo, str) and imo.startswith("IMO"):
+                        imos.setdefault(imo, set()).add(feed)
+            for imo, feeds in imos.items():
+                given = feeds & wanted
+                if given:
+                    out.setdefault(name, {})[imo] = tuple(sorted({self._feed_names[f] for f in given}))
+        return Identities(out)
 
     def _name_ports(self, feed_ids: Sequence[str], names: Iterable[str]) -> dict[str, set[str]]:
         """{name key: the ports where the feeds have served records under that key}."""
@@ -134,24 +153,29 @@ class Merges:
         `keys` among the records of `feed_ids`: each key read once for every feed of
         the transaction's views (the views ask for the same keys, each among its own
         feeds), then kept to `feed_ids`."""
+        keys = set(keys)
+        cache = self._read(read, feed_ids, keys)
+        wanted = set(feed_ids)
+        return [row for key in keys for row in cache[key] if row[2] in wanted]
+
+    def _read(self, read, feed_ids: Sequence[str], keys: set[str]) -> dict[str, list[tuple]]:
+        """{key: rows} of `read` for every feed known, with `keys` among them."""
         self._know(feed_ids)
         cache = self._lookups.setdefault(read.__name__, {})
-        keys = set(keys)
         missing = keys - cache.keys()
         if missing:
             for key in missing:
                 cache[key] = []
             for row in read(self.session, sorted(self._feeds), missing):
                 cache[row[0]].append(tuple(row))
-        wanted = set(feed_ids)
-        return [row for key in keys for row in cache[key] if row[2] in wanted]
+        return cache
 
     def _know(self, feed_ids: Sequence[str]) -> None:
         """Make `feed_ids` among the feeds that loads and lookups cover (starting
         them over when one was not)."""
         if not self._feeds.issuperset(feed_ids):
             self._feeds.update(feed_ids)
-            self._pairs, self._parts, self._lookups = set(), [], {}
+            self._pairs, self._parts, self._lookups, self._identity_index = set(), [], {}, {}
 
     def _records_of(self, feeds: Sequence[str], pairs: frozenset[Pair] | None) -> list[tuple[str, pd.DataFrame]]:
         """Per feed of `feeds`, its records (of the `pairs`, when given)."""
