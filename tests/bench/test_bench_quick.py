@@ -29,6 +29,7 @@ def test_the_quick_benchmark_writes_its_report(tmp_path):
     assert "(quick mode)" in report
     assert out.with_suffix(".png").stat().st_size > 10_000  # the chart
     figures = {f["id"]: f for f in json.loads(out.with_suffix(".json").read_text())["figures"]}
-    for measured in ("mixed.rate", "mixed.p99", "mixed.rss", "mixed.subscription", "mixed.daily", "mixed.daily.command",
+    for measured in ("mixed.rate", "mixed.p99", "mixed.rss", "mixed.subscription", "mixed.subscription.delay",
+                     "mixed.ingest.delay", "mixed.daily", "mixed.daily.command",
                      "ingest.sqlite", "merge.cold", "api.rate", "api.p99", "api.ceiling.rate", "memory.cached", "export.whole"):
         assert figures[measured]["values"], measured
