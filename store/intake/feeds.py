@@ -91,6 +91,15 @@ def bump_versions(session: Session, feed_ids: list[str]) -> None:
         )
 
 
+def lock_feed(session: Session, feed_id: str) -> None:
+    """Hold the feed's row until the transaction ends, so that a change of the feed's
+    records reads them and writes them with no other change of the feed between: an
+    update that changes nothing takes the row's lock on PostgreSQL, and on SQLite the
+    write lock (pysqlite opens its transaction at the first write, so reads made
+    before it could be older than what the change then writes)."""
+    session.execute(update(Feed).where(Feed.id == feed_id).values(data_version=Feed.data_version))
+
+
 def next_version(session: Session, feed_id: str) -> int:
     """Bump the feed's `data_version` and return the new value: the version of the
     change the caller is about to write. The update locks the feed's row until the

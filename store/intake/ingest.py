@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from store.intake import validate
 from store.reference.commodities import mappings as commodity_mappings
-from store.intake.feeds import next_version
+from store.intake.feeds import lock_feed, next_version
 from store.intake.feedfile import read_feed_file
 from store.fields import CONTENT_FIELDS, utcnow
 from store.intake.mapping import Mapping
@@ -86,6 +86,9 @@ def upsert(
 
 def _upsert(session: Session, feed: Feed, clean: pd.DataFrame, progress: Progress | None) -> IngestReport:
     now = utcnow().replace(tzinfo=None)
+    # What the file is compared with is read under the feed's lock: two ingests of
+    # one feed run one after the other, the second comparing with the first's records.
+    lock_feed(session, feed.id)
     clean = validate.derive(clean, commodity_mappings(session))
     existing = _existing(session, feed, clean["ref"])
     joined = clean.merge(existing, on="ref", how="left")

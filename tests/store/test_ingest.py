@@ -760,3 +760,54 @@ def test_a_new_record_notes_a_name_link_only_when_the_feed_did_not_carry_it(sess
     assert noted[-1] == {(key, "BRPNG")}
     ingest_rows(session, feed, tmp_path, [row(ref="C", vessel_name="Ocean Grace II")], name="c.csv")
     assert noted[-1] == {(key, "BRSSZ"), upkeep.link(key, name_key("Ocean Grace II"))}
+
+
+def test_two_ingests_of_one_feed_run_one_after_the_other(sessions, tmp_path, monkeypatch):
+    """The second of two concurrent ingests into one feed compares its file with the
+    first's records (it waits for the feed's lock before it reads them): a ref both
+    files carry is inserted once and found unchanged the second time, instead of the
+    second ingest failing on the (feed, ref) key with a read made before the first
+    committed."""
+    import threading
+
+    from store.database.db import transaction
+
+    with transaction(sessions) as session:
+        feed_id = feeds.add_feed(session, "Test Feed", ["BRSSZ", "BRPNG"]).id
+        ingest_rows(session, session.get(Feed, feed_id), tmp_path, [row(ref="R1")], name="v1.csv")
+    first_read, release = threading.Event(), threading.Event()
+    read = ingest._existing
+
+    def paused(session, feed, refs):  # the first ingest stops after its read, holding the lock
+        found = read(session, feed, refs)
+        if threading.current_thread().name == "first":
+            first_read.set()
+            release.wait(30)
+        return found
+
+    monkeypatch.setattr(ingest, "_existing", paused)
+    reports, errors = {}, []
+
+    def run(name, rows):
+        try:
+            with transaction(sessions) as session:
+                reports[name] = ingest_rows(session, session.get(Feed, feed_id), tmp_path, rows, name=f"{name}.csv")
+        except Exception as exc:  # noqa: BLE001 - the test reports it
+            errors.append(exc)
+
+    first = threading.Thread(target=run, name="first", args=("first", [row(ref="R1", vessel_status="anchored"), row(ref="R3")]))
+    second = threading.Thread(target=run, name="second", args=("second", [row(ref="R3"), row(ref="R4")]))
+    first.start()
+    assert first_read.wait(30)
+    second.start()
+    second.join(0.5)  # the second waits for the feed's lock meanwhile
+    release.set()
+    first.join(30)
+    second.join(30)
+    assert not errors, errors
+    assert reports["first"].as_dict()["inserted"] == 1 and reports["first"].as_dict()["updated"] == 1
+    assert reports["second"].as_dict() == {"inserted": 1, "updated": 0, "unchanged": 1, "unresolved_commodities": 0}
+    with transaction(sessions) as session:
+        refs = session.scalars(select(Record.ref).where(Record.feed_id == feed_id).order_by(Record.ref)).all()
+        assert refs == ["R1", "R3", "R4"]
+        assert session.scalar(select(Feed.data_version).where(Feed.id == feed_id)) == 3
