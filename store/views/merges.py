@@ -42,7 +42,7 @@ class Merges:
         self._parts: list[pd.DataFrame] = []
         self._lookups: dict[str, dict[str, list[tuple]]] = {}
         #: name key -> {IMO key: feed ids}, from the `identity_rows` lookups
-        self._identity_index: dict[str, dict[str, set[str]]] = {}
+        self._identity_index: dict[str, dict[str, tuple[str, ...]]] = {}
         self._feed_names: dict[str, str] | None = None
 
     def rows(
@@ -126,17 +126,15 @@ class Merges:
             self._feed_names = dict(self.session.execute(select(Feed.id, Feed.name)).all())
         names = set(names)
         cache = self._read(identity_rows, feed_ids, names)
+        new = names - self._identity_index.keys()
+        if new:  # `of_keys` with feed ids where it takes feed names
+            indexed = Identities.of_keys(row for name in new for row in cache[name]).names
+            self._identity_index.update((name, indexed.get(name, {})) for name in new)
         wanted = set(feed_ids)
         out: dict[str, dict[str, tuple[str, ...]]] = {}
         for name in names:
-            imos = self._identity_index.get(name)
-            if imos is None:
-                imos = self._identity_index[name] = {}
-                for _, imo, feed in cache[name]:
-                    if isinstance(imo, str) and imo.startswith("IMO"):
-                        imos.setdefault(imo, set()).add(feed)
-            for imo, feeds in imos.items():
-                given = feeds & wanted
+            for imo, feeds in self._identity_index[name].items():
+                given = wanted.intersection(feeds)
                 if given:
                     out.setdefault(name, {})[imo] = tuple(sorted({self._feed_names[f] for f in given}))
         return Identities(out)
