@@ -262,7 +262,6 @@ class Probe:
 
     def __init__(self, base_url: str, asks: list[tuple[str, str]], interval: float = 0.05, quiet_rounds: int = 0):
         self.base_url, self.asks, self.interval, self.quiet_rounds = base_url, asks, interval, quiet_rounds
-        self.times: list[float] = []
         #: (index in `asks`, seconds) of each answer during the block
         self.answers: list[tuple[int, float]] = []
         #: index in `asks` -> its quickest answer before the block
@@ -280,9 +279,7 @@ class Probe:
         i = 0
         with requests.Session() as session:
             while not self._stop.is_set():
-                seconds = self._ask(session, i)
-                self.times.append(seconds)
-                self.answers.append((i % len(self.asks), seconds))
+                self.answers.append((i % len(self.asks), self._ask(session, i)))
                 i += 1
                 self._stop.wait(self.interval)
 
@@ -300,12 +297,21 @@ class Probe:
         self._thread.join()
 
     @property
+    def times(self) -> list[float]:
+        """The seconds of each answer during the block."""
+        return [seconds for _, seconds in self.answers]
+
+    @property
     def worst(self) -> float:
-        return max(self.times) if self.times else 0.0
+        return max(self.times, default=0.0)
+
+    def _delays(self) -> list[float]:
+        """Per answer during the block, how much longer it took than its page's quickest quiet answer."""
+        return [seconds - self.quiet[i] for i, seconds in self.answers]
 
     @property
     def worst_delay(self) -> float:
-        return max((seconds - self.quiet[i] for i, seconds in self.answers), default=0.0)
+        return max(self._delays(), default=0.0)
 
     def spread(self, limit_s: float = 0.2) -> str:
         """The median, p99 and how many answers took longer than `limit_s`: a note
@@ -319,7 +325,7 @@ class Probe:
 
     def delays(self, limit_s: float = 0.2) -> str:
         """How many answers were delayed by more than `limit_s`, beside `worst_delay`."""
-        over = sum(seconds - self.quiet[i] > limit_s for i, seconds in self.answers)
+        over = sum(delay > limit_s for delay in self._delays())
         return (f"{len(self.answers)} pages, each against its quickest of {self.quiet_rounds} quiet answers "
                 f"before: {over} delayed over {limit_s * 1000:.0f} ms; slowest answer {self.worst * 1000:.0f} ms")
 
