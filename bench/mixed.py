@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import multiprocessing
 import os
 import random
 import signal
@@ -423,7 +424,7 @@ def mixed_figures(dataset: Dataset, folder: Path, count: int, with_datasette: bo
         if "ingest" in steps:
             figures += big_ingest(dataset, server, others, folder, ingest_rows)
     if "daily" in steps:
-        figures += daily_update(dataset)
+        figures += fresh_daily_update(dataset)
     if with_datasette and "datasette" in steps:
         theirs, their_rss = datasette_pass(dataset, buyers, asks, folder)
         raw.update(datasette=dataclasses.asdict(theirs), datasette_rate=theirs.rate, datasette_rss_mib=their_rss)
@@ -516,6 +517,17 @@ def big_ingest(dataset: Dataset, server: Process, others: list, folder: Path, ro
                "meanwhile, the most another buyer's page was delayed (against its quiet time)", "ms",
                [probe.worst_delay * 1000], Target("<=", 200), note=probe.delays()),
     ]
+
+
+def fresh_daily_update(dataset: Dataset, changes: int = 1_000) -> list[Figure]:
+    """`daily_update` in a fresh Python process, as an operator's `lineups ingest`
+    runs: a process that has built views before keeps the memory it touched, and a
+    daily update in it ran 1-2 s faster at 1,000,000 records than in a new one
+    (2026-11-27, with a 256 MiB page cache: 3.1-3.9 s against 4.9-5.4 s, ~90,000
+    page faults fewer)."""
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(1) as pool:
+        return pool.apply(daily_update, (dataset, changes))
 
 
 def daily_update(dataset: Dataset, changes: int = 1_000) -> list[Figure]:

@@ -194,9 +194,10 @@ def _bring_up_to_date(session: Session, view: MergedView, merges: Merges | None 
     """Make `view` reflect its feeds' current records, in `session`'s transaction;
     returns what was done ("current", "incremental" or "full"). The caller holds the
     view (a claim, or the ingest's row lock); `merges` shares loads and merges
-    between the views of one transaction."""
-    with sqlite_page_cache(session):
-        return _update(session, view, merges or Merges(session))
+    between the views of one transaction. An incremental update keeps the caller's
+    page cache (an ingest's, sized by its file); a view written whole, or started as
+    a copy, takes SQLite's large one (`sqlite_page_cache`)."""
+    return _update(session, view, merges or Merges(session))
 
 
 def _update(session: Session, view: MergedView, merges: Merges) -> str:
@@ -222,13 +223,17 @@ def _update_all(session: Session, view: MergedView, current: dict[str, int], mer
     if touched:  # issue 19 rule 5: names move between keys
         touched, loaded, identities = merges.widened(view, touched)
     if touched is not None and len(touched) <= INCREMENTAL_SHARE * max(rows, 1):
-        if start is not None:
+        if start is None:
+            _merge_pairs(session, view, touched, merges, loaded, identities)
+            return "incremental"
+        with sqlite_page_cache(session):
             _copy(session, view, start)
-        _merge_pairs(session, view, touched, merges, loaded, identities)
-        return "derived" if start is not None else "incremental"
-    session.execute(delete(MergedRow).where(MergedRow.view_id == view.id))
-    _write(session, view, merges.rows(view))
-    _analyze(session, view.row_count)
+            _merge_pairs(session, view, touched, merges, loaded, identities)
+        return "derived"
+    with sqlite_page_cache(session):
+        session.execute(delete(MergedRow).where(MergedRow.view_id == view.id))
+        _write(session, view, merges.rows(view))
+        _analyze(session, view.row_count)
     return "full"
 
 
@@ -255,12 +260,13 @@ def _update_by_source(session: Session, view: MergedView, current: dict[str, int
             continue
         how = "full"
         removed = 0
-        if since is not None:
-            removed = session.execute(
-                delete(MergedRow).where(MergedRow.view_id == view.id, MergedRow.source_id == feed_id)
-            ).rowcount
-        rows = merges.rows(view, sources=frozenset({feed_id}))
-        view.row_count += _insert(session, view, rows) - removed
+        with sqlite_page_cache(session):
+            if since is not None:
+                removed = session.execute(
+                    delete(MergedRow).where(MergedRow.view_id == view.id, MergedRow.source_id == feed_id)
+                ).rowcount
+            rows = merges.rows(view, sources=frozenset({feed_id}))
+            view.row_count += _insert(session, view, rows) - removed
         view.max_span = max(view.max_span, _max_span(rows))
     if fresh:
         _analyze(session, view.row_count)
@@ -489,7 +495,8 @@ def _build(sessions: sessionmaker[Session], view_id: int) -> int:
             # the records are read, so that no ingest commits in between.
             session.execute(update(MergedView).where(MergedView.id == view_id).values(claimed_at=_now()))
             view = session.get(MergedView, view_id, with_for_update=True, populate_existing=True)
-            how = _bring_up_to_date(session, view)
+            with sqlite_page_cache(session):
+                how = _bring_up_to_date(session, view)
             view.claimed_at = None
             rows = view.row_count
         log.info("View %d (%s) brought up to date (%s): %d rows in %.2f s", view_id, view.mode, how, rows, time.perf_counter() - started)
