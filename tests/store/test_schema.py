@@ -66,10 +66,15 @@ def test_upgrading_drops_the_by_source_views_of_feed_sets_and_reads_by_source_ag
     from store.views.query import LineupQuery
     from store.views.stored import copy_rows
 
+    from sqlalchemy import text
+
     engine = engine_for(store_settings)
     upgrade(engine, "0008")
     load_ports(engine)
     sessions = make_sessionmaker(engine)
+    # This code writes row hashes (0010): the column is there while it seeds the store.
+    with engine.begin() as connection:
+        connection.execute(text("ALTER TABLE merged_rows ADD COLUMN row_hash BIGINT"))
     with transaction(sessions) as session:
         payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
     upkeep.ensure_buyer(sessions, payload["buyer_id"])
@@ -82,6 +87,8 @@ def test_upgrading_drops_the_by_source_views_of_feed_sets_and_reads_by_source_ag
         session.flush()
         old.row_count = copy_rows(session.connection(), one.id, old.id)
         kept = session.scalar(select(MergedView.row_count).where(MergedView.mode == "all"))
+    with engine.begin() as connection:
+        connection.execute(text("ALTER TABLE merged_rows DROP COLUMN row_hash"))
     upgrade(engine)
     with transaction(sessions) as session:
         assert session.execute(select(MergedView.mode)).scalars().all() == ["all"]
