@@ -25,9 +25,10 @@ of the view's rows to redo: the view (in the `by_source` view, the feed's rows) 
 merged afresh.
 
 Who does the work, single flight across processes:
-- an ingest or a commodity mapping brings every view of its feeds up to date in its
-  own transaction (`refresh_feeds`), so that readers see the old rows or the new
-  ones, never a mix, and never a view behind the records;
+- an ingest or a commodity mapping brings every view of its feeds that is in use up
+  to date in its own transaction (`refresh_feeds`), so that readers see the old rows
+  or the new ones, never a mix, and never a view behind the records (a view no buyer
+  can read is brought up to date when it is read again, from the change log);
 - a reader that finds its view missing or behind calls `ensure`: the first process
   claims the view in the database (`claimed_at`), builds it in one transaction and
   releases it; the others wait for it. A claim older than `CLAIM_TIMEOUT_S` (a
@@ -417,17 +418,25 @@ def _now() -> dt.datetime:
 
 # ---------------------------------------------------------------- entry points
 def refresh_feeds(session: Session, feed_ids: Sequence[str]) -> dict[str, int]:
-    """Bring every built view that contains one of `feed_ids` up to date, in the
-    caller's transaction (an ingest's or a commodity mapping's, after its records are
-    written and its changes noted). Views are locked in id order, so that concurrent
-    ingests never deadlock. Returns how many views were refreshed each way."""
+    """Bring every built view in use that contains one of `feed_ids` up to date, in
+    the caller's transaction (an ingest's or a commodity mapping's, after its records
+    are written and its changes noted). Views are locked in id order, so that
+    concurrent ingests never deadlock. Returns how many views were refreshed each way.
+
+    A view that `prune` marked unused (no buyer can read it; kept for `RETENTION` in
+    case one comes back to it) is left behind: the change log keeps what it has not
+    seen (`_prune_log`), and whoever reads it again brings it up to date first
+    (`ensure`, as a subscription change to its feed set does before it commits). A
+    buyer who changed their subscription would otherwise have every ingest of the
+    day keep their old feed set's rows as well (a daily update at 1,000,000 records
+    kept six views instead of five, 3.3-3.5 s against 2.4 s)."""
     wanted = set(feed_ids)
     done = {"incremental": 0, "full": 0, "current": 0}
     views = [
         (view_id, mode, feeds)
         for view_id, mode, feeds in session.execute(
             select(MergedView.id, MergedView.mode, MergedView.feeds)
-            .where(MergedView.state == "ready")
+            .where(MergedView.state == "ready", MergedView.unused_since.is_(None))
             .order_by(MergedView.id)
         )
         if mode == "by_source" or wanted & set(feeds)  # the by_source view holds every feed, or soon will

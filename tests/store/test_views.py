@@ -458,6 +458,42 @@ def test_views_no_buyer_can_read_are_dropped_after_the_retention(sessions):
         assert session.scalar(select(func.count()).select_from(MergedRow)) == 0
 
 
+def test_ingests_leave_views_no_buyer_can_read_and_a_buyer_back_on_them_reads_them_up_to_date(sessions, caplog):
+    """A view that no buyer can read any longer is kept for the retention period, in
+    case its buyer comes back, without the upkeep of every ingest meanwhile: the
+    buyer who returns to the feed set gets it brought up to date from the change log
+    (merged again in part, not afresh) before the change commits."""
+    feed_ids, buyer = _buyer_short_of_one_feed(sessions, "Comes back")
+    old_key = upkeep.ViewKey.of("all", feed_ids[:-1])
+    with transaction(sessions) as session:  # gains the last feed: their old set is read by no one
+        accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_ids[-1]), "active")
+    upkeep.ensure_buyer(sessions, buyer)
+    with transaction(sessions) as session:
+        upkeep.prune(session)
+        old = session.scalar(select(MergedView).where(MergedView.feed_set == old_key.feed_set))
+        assert old.unused_since is not None
+        old_id, old_versions = old.id, dict(old.versions)
+    rng = np.random.default_rng(3)
+    with transaction(sessions) as session:
+        imo, name = session.execute(select(Record.vessel_imo, Record.vessel_name).where(
+            Record.feed_id == feed_ids[0], Record.vessel_imo.is_not(None))).first()
+    report = upsert(sessions, feed_ids[0], feed_file(rng, ["late-1", "late-2"], [(imo, name)]))
+    assert report.inserted == 2
+    with transaction(sessions) as session:  # left behind by the ingest
+        assert session.get(MergedView, old_id).versions == old_versions
+    with transaction(sessions) as session:  # back on the old set
+        accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_ids[-1]), "cancelled")
+    with caplog.at_level("INFO", logger="lineups.views"):
+        upkeep.ensure_buyer(sessions, buyer)
+    assert f"View {old_id} (all) brought up to date (incremental)" in caplog.text
+    with transaction(sessions) as session:
+        upkeep.prune(session)
+        view = session.get(MergedView, old_id)  # the same view, caught up
+        assert view.unused_since is None and view.versions[feed_ids[0]] > old_versions[feed_ids[0]]
+    query = LineupQuery()
+    assert comparable(Lineups(sessions).frame(buyer, query)) == comparable(reference(sessions, buyer, query))
+
+
 def test_reads_of_current_views_build_nothing(sessions, monkeypatch):
     with transaction(sessions) as session:
         payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
