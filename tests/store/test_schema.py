@@ -4,6 +4,7 @@ difference would be a store without an index its reads and upkeep count on."""
 
 from __future__ import annotations
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
@@ -95,4 +96,40 @@ def test_upgrading_drops_the_by_source_views_of_feed_sets_and_reads_by_source_ag
         assert session.scalar(select(func.count()).select_from(MergedRow)) == kept
     page = Lineups(sessions).page(payload["buyer_id"], LineupQuery(merge="by_source"), None, 5)
     assert len(page.records) == 5
+    engine.dispose()
+
+
+def test_upgrading_to_row_hashes_keeps_the_planners_statistics_of_the_rebuilt_index(store_settings):
+    """Migration 0010 rebuilds the (view, vessel, port, feed) index of `merged_rows`.
+    SQLite drops a dropped index's statistics, and without them it probed `latest`
+    through that index where it should not (p99 of distinct pages at 1,000,000
+    records: 88 ms -> 5.9 s): the upgrade analyses the table again."""
+    import datetime as dt
+
+    from sqlalchemy import text
+
+    from store.database.db import engine_for, load_ports, make_sessionmaker, transaction
+    from store.database.migrate import upgrade
+    from store.intake import demo
+    from store.views import upkeep
+
+    engine = engine_for(store_settings)
+    if engine.dialect.name != "sqlite":
+        engine.dispose()
+        pytest.skip("PostgreSQL keeps its planner statistics per column, not per index")
+    upgrade(engine, "0009")
+    load_ports(engine)
+    sessions = make_sessionmaker(engine)
+    with engine.begin() as connection:  # this code writes row hashes: the column is there while it seeds
+        connection.execute(text("ALTER TABLE merged_rows ADD COLUMN row_hash BIGINT"))
+    with transaction(sessions) as session:
+        payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
+    upkeep.ensure_buyer(sessions, payload["buyer_id"])  # its first view's build analyses the table
+    statistics = "SELECT count(*) FROM sqlite_stat1 WHERE idx = 'ix_merged_rows_vessel'"
+    with engine.begin() as connection:
+        assert connection.scalar(text(statistics)) == 1
+        connection.execute(text("ALTER TABLE merged_rows DROP COLUMN row_hash"))
+    upgrade(engine)
+    with engine.begin() as connection:
+        assert connection.scalar(text(statistics)) == 1
     engine.dispose()
