@@ -292,24 +292,14 @@ class MergedRow(Base):
     #: view's rows: the latest combined_date (any over none), then updated_at, then
     #: the lowest id. With no filter, or only `port`, `latest` is these rows.
     is_top: Mapped[int] = mapped_column(Integer)
-    #: A hash of the row's values but its key and `is_top` (`store.views.stored`): an
-    #: update compares a pair's stored rows with their new merge in the (vessel)
-    #: index, without reading the table. None in rows written before migration 0010:
-    #: such a row counts as changed.
-    row_hash: Mapped[int | None] = mapped_column(BigInteger)
 
     __table_args__ = (
         Index("ix_merged_rows_port", "view_id", "port_unlocode", "sort_key", "id"),
         Index("ix_merged_rows_country", "view_id", "country_key", "sort_key", "id"),
         Index("ix_merged_rows_commodity", "view_id", "commodity_normalized", "sort_key", "id"),
         # With the feed: the `by_source` view's upkeep reads one feed's rows of a pair,
-        # and `latest` probes a pair's rows of the reader's feeds, in the index. With
-        # the key, `is_top` and the hash: the upkeep reads a pair's rows in the index
-        # alone (SQLite's indexes of this table hold its key anyway).
-        Index(
-            "ix_merged_rows_vessel", "view_id", "vessel_key", "port_unlocode", "source_id", "sort_key", "id",
-            "is_top", "row_hash",
-        ),
+        # and `latest` probes a pair's rows of the reader's feeds, in the index.
+        Index("ix_merged_rows_vessel", "view_id", "vessel_key", "port_unlocode", "source_id"),
         Index("ix_merged_rows_top", "view_id", "is_top", "sort_key", "id"),
         {"sqlite_with_rowid": False},
     )

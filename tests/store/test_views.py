@@ -287,38 +287,6 @@ def test_an_update_writes_only_the_rows_that_changed(sessions, monkeypatch):
         assert 42000 in set(rows["quantity"])
 
 
-def test_rows_kept_before_row_hashes_are_rewritten_when_an_update_touches_them(sessions, monkeypatch):
-    """Rows written before migration 0010 have no `row_hash`: an update that merges
-    their pair again rewrites them (none is taken as unchanged), and the views then
-    hold what a merge of the records gives."""
-    alpha, bravo, buyer = _two_feeds(sessions)
-    calls = pd.concat([_one_row("BRSSZ", "9345934", "Harmony Pacific", f"a{i}") for i in range(3)], ignore_index=True)
-    calls["eta"] = ["2024-03-10T06:00:00Z", "2024-04-10T06:00:00Z", "2024-05-10T06:00:00Z"]
-    upsert(sessions, alpha, calls)
-    upsert(sessions, bravo, _one_row("BRSSZ", "9345934", "Harmony Pacific", "b0"))
-    lineups = Lineups(sessions)
-    for mode in ("all", "by_source"):
-        lineups.frame(buyer, LineupQuery(merge=mode))
-    with transaction(sessions) as session:  # as migration 0010 leaves a store's rows
-        session.execute(update(MergedRow).values(row_hash=None))
-    monkeypatch.setattr(upkeep, "INCREMENTAL_SHARE", 10.0)
-    written: list[str] = []
-    original = stored._execute_many
-    monkeypatch.setattr(stored, "_execute_many", lambda c, statement, params: (
-        written.extend([statement.split()[0]] * len(params)) if "merged_rows" in statement else None,
-        original(c, statement, params),
-    ))
-    revised = calls.iloc[[2]].assign(quantity="42000")
-    upsert(sessions, alpha, pd.concat([calls.iloc[[0, 1]], revised], ignore_index=True))
-    assert written == ["UPDATE"] * 6  # every row of the pair: three in `all`, Alpha's three in `by_source`
-    for mode in ("all", "by_source"):
-        query = LineupQuery(merge=mode)
-        assert comparable(lineups.frame(buyer, query)) == comparable(reference(sessions, buyer, query))
-    with transaction(sessions) as session:  # Bravo's own row was not touched
-        unhashed = session.execute(select(MergedRow.source_id).where(MergedRow.row_hash.is_(None))).scalars().all()
-        assert unhashed == [bravo]
-
-
 def _harmony_store(sessions) -> tuple[str, str, str]:
     """Feeds Alpha and Bravo at Santos, a buyer who sees both, and Bravo's name-only
     "Harmony Pacific" at Santos among fillers at two ports: (alpha, bravo, buyer) ids."""
