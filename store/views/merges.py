@@ -75,10 +75,9 @@ class Merges:
         name that carries several resolves to none: its records stay under N; the
         bench's names carry up to 46 numbers at 1,000,000 records, and replacing
         them all made a daily update merge again 2,164 rows of its largest view
-        instead of 1,944); a linked
-        name N moves every name-only record of N, at every port where N has such
-        records, between the key N and the IMO keys N carries now or carried before
-        (those it carries now, or the one linked).
+        instead of 1,944); a linked name N moves every name-only record of N, at
+        every port where N has such records, between the key N and the IMO keys N
+        carries now or carried before (those it carries now, or the one linked).
         Rows keyed by an IMO hold the name-only records resolved to it: those are
         merged with them, and the identities read are those of the names that have
         name-only records at the ports of such rows (no other name is resolved).
