@@ -115,13 +115,17 @@ class BaseHandler(RequestHandler):
         and the rate limiter's verdict. A known key, even a suspended buyer's, is
         counted as itself; anything else per client address, so that keys cannot be
         guessed at speed (C5). Runs on the executor, with a connection of its own for
-        the one query (every request pays this step: no ORM session); the key's use
-        is noted for the background writer (`store.access.usage`), not written here."""
+        the one query, outside a transaction (every request pays this step: no ORM
+        session); the key's use is noted for the background writer
+        (`store.access.usage`), not written here."""
         buyer_id, failure = None, None
         key_hash = accounts.hash_key(key) if key and accounts.KEY_PATTERN.match(key) else None
         if key:
             try:
+                # One statement, so no transaction: on PostgreSQL BEGIN and ROLLBACK
+                # would be two more round trips of every request.
                 with self.deps.sessions.kw["bind"].connect() as connection:
+                    connection.execution_options(isolation_level="AUTOCOMMIT")
                     admission = accounts.admit(connection, key)
                 buyer_id, self.entitled = admission.buyer_id, admission.feeds
                 self.deps.usage.key_used(key_hash)  # only known keys reach this line
