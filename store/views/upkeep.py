@@ -193,21 +193,18 @@ def _wanted_versions(session: Session, mode: str, feed_ids: Sequence[str]) -> di
 
 def _bring_up_to_date(session: Session, view: MergedView, merges: Merges | None = None) -> str:
     """Make `view` reflect its feeds' current records, in `session`'s transaction;
-    returns what was done ("current", "incremental" or "full"). The caller holds the
+    returns what was done ("current", "incremental", "derived": a new view started
+    as a copy of a near one, or "full"). The caller holds the
     view (a claim, or the ingest's row lock); `merges` shares loads and merges
     between the views of one transaction. An incremental update keeps the caller's
     page cache (an ingest's, sized by its file); a view written whole, or started as
     a copy, takes SQLite's large one (`sqlite_page_cache`)."""
-    return _update(session, view, merges or Merges(session))
-
-
-def _update(session: Session, view: MergedView, merges: Merges) -> str:
     # Versions read before the records: never ahead of them.
     current = _wanted_versions(session, view.mode, view.feeds)
     if view.state == "ready" and view.versions == current:
         return "current"
     update = _update_by_source if view.mode == "by_source" else _update_all
-    how = update(session, view, current, merges)
+    how = update(session, view, current, merges or Merges(session))
     view.versions, view.state, view.built_at = current, "ready", _now()
     session.flush()
     return how
