@@ -530,6 +530,17 @@ def fresh_daily_update(dataset: Dataset, changes: int = 1_000) -> list[Figure]:
         return pool.apply(daily_update, (dataset, changes))
 
 
+def io_calls() -> tuple[int, int]:
+    """This process's read and write system calls so far (Linux's /proc/self/io; zeros
+    elsewhere): SQLite reads and writes a page a call, and on a virtual machine whose
+    calls are dear they are much of an update's time (docs/architecture.md)."""
+    try:
+        fields = dict(line.split(": ", 1) for line in Path("/proc/self/io").read_text().splitlines())
+    except OSError:
+        return 0, 0
+    return int(fields["syscr"]), int(fields["syscw"])
+
+
 def daily_update(dataset: Dataset, changes: int = 1_000) -> list[Figure]:
     """A daily update of `changes` records into one feed (half revisions, half new),
     made beforehand (`dataset.changes`): its transaction brings every view of the feed
@@ -562,11 +573,13 @@ def daily_update(dataset: Dataset, changes: int = 1_000) -> list[Figure]:
 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
+    calls = io_calls()
     start = time.perf_counter()
     with transaction(sessions) as session:
         report = ingest.upsert(session, session.get(Feed, feed_id), batch)
         written = time.perf_counter()
     returned = time.perf_counter()
+    reads, writes = (after - before for after, before in zip(io_calls(), calls))
     thread.join(timeout=60)
     stop.set()
     engine.dispose()
@@ -577,7 +590,8 @@ def daily_update(dataset: Dataset, changes: int = 1_000) -> list[Figure]:
                f"a {changes:,}-record update: from the ingest's start until every view shows it to a reader", "s",
                [seen[0] - start], Target("<=", 2.0),
                note=f"view upkeep {report.views_seconds:.2f} s of it ({report.views}); records and views "
-                    f"written {written - start:.2f} s, commit {returned - written:.2f} s"),
+                    f"written {written - start:.2f} s, commit {returned - written:.2f} s; the process's read and "
+                    f"write system calls (SQLite's pages, the commit's checkpoint too): {reads:,} and {writes:,}"),
         Figure("mixed.daily.command", "Mixed workload", "the ingest's own wait, until its commit returns (with the checkpoint)",
                "s", [returned - start]),
     ]
