@@ -297,6 +297,9 @@ class MergedRow(Base):
         Index("ix_merged_rows_port", "view_id", "port_unlocode", "sort_key", "id"),
         Index("ix_merged_rows_country", "view_id", "country_key", "sort_key", "id"),
         Index("ix_merged_rows_commodity", "view_id", "commodity_normalized", "sort_key", "id"),
+        # A port and a commodity rare there: their own range, not the port's or the
+        # commodity's walked row by row (migration 0011).
+        Index("ix_merged_rows_port_commodity", "view_id", "port_unlocode", "commodity_normalized", "sort_key", "id"),
         # With the feed: the `by_source` view's upkeep reads one feed's rows of a pair,
         # and `latest` probes a pair's rows of the reader's feeds, in the index.
         Index("ix_merged_rows_vessel", "view_id", "vessel_key", "port_unlocode", "source_id"),
