@@ -114,9 +114,12 @@ def filters(
     plain = lambda c: c  # noqa: E731
     hidden = lambda c: c.concat("") if isinstance(c.type, String) else c + 0  # noqa: E731
     col = plain if indexed and not by_commodity else hidden
+    # The terms that `by_commodity` leaves to their indexes: the commodity's, and the
+    # port's ((view, port, commodity) is one).
+    own = plain if indexed else hidden
     clauses: list[ColumnElement] = []
-    if query.port:  # with the commodity, the (view, port, commodity) index is the one to read
-        clauses.append((plain if indexed else hidden)(table.port_unlocode) == query.port.upper())
+    if query.port:
+        clauses.append(own(table.port_unlocode) == query.port.upper())
     # No stored name holds a NUL character (nor can PostgreSQL take one as a
     # parameter): a name with one matches nothing.
     if query.country:
@@ -126,8 +129,7 @@ def filters(
         wanted = fold(query.port_name)
         clauses.append(col(table.port_name_key).contains(wanted, autoescape=True) if "\x00" not in wanted else false())
     if query.commodity:
-        by = plain if indexed else hidden
-        clauses.append(by(table.commodity_normalized).in_(leaves_of(taxonomy, query.commodity) or [""]))
+        clauses.append(own(table.commodity_normalized).in_(leaves_of(taxonomy, query.commodity) or [""]))
     if query.date_from or query.date_to:
         clauses.append(table.combined_date.is_not(None))
         if query.date_from:
