@@ -17,6 +17,7 @@ import datetime as dt
 import json
 from typing import Any, Callable, Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from store.views import csvtext
@@ -33,19 +34,37 @@ CHUNK_ROWS = csvtext.CHUNK_ROWS
 _EPOCH = dt.datetime(1970, 1, 1)
 
 
-def _time_text(nanos: int) -> str:
-    """A time kept as ns since the epoch (UTC), to the second, as C1 writes it."""
-    return (_EPOCH + dt.timedelta(seconds=nanos // 1_000_000_000)).isoformat() + "Z"
+def _times(values: Sequence[Any]) -> list[str | None]:
+    """A column of times kept as ns since the epoch (UTC; None when missing), to the
+    second, as C1 writes them, in one numpy call: per value, datetime arithmetic cost
+    ~1.5 us, 600 times a page of 100 rows."""
+    present = [i for i, value in enumerate(values) if value is not None]
+    out: list[str | None] = [None] * len(values)
+    if present:
+        seconds = np.array([values[i] // 1_000_000_000 for i in present], dtype="M8[s]")
+        for i, text in zip(present, np.datetime_as_string(seconds).tolist()):
+            out[i] = text + "Z"
+    return out
 
 
-def _number(value: float) -> float | None:
-    return None if value != value else float(value)  # NaN is no quantity
+def _integers(values: Sequence[Any]) -> list[int | None]:
+    return [None if value is None else int(value) for value in values]
 
 
-#: How each C1 field's kept value becomes its JSON value (None stays None).
-_JSON_VALUE: tuple[Callable[[Any], Any], ...] = tuple(
-    _time_text if field in TIME_FIELDS else int if field in INTEGER_FIELDS
-    else _number if field in NUMBER_FIELDS else text_value
+def _numbers(values: Sequence[Any]) -> list[float | None]:
+    return [None if value is None or value != value else float(value) for value in values]  # NaN is no quantity
+
+
+def _texts(values: Sequence[Any]) -> list[str | None]:
+    """Text cells, each distinct value judged once (`text_value`: C1 blanks are None)."""
+    known = {value: text_value(value) for value in set(values) if value is not None}
+    return [None if value is None else known[value] for value in values]
+
+
+#: How each C1 field's column of kept values becomes its JSON values.
+_JSON_COLUMN: tuple[Callable[[Sequence[Any]], list], ...] = tuple(
+    _times if field in TIME_FIELDS else _integers if field in INTEGER_FIELDS
+    else _numbers if field in NUMBER_FIELDS else _texts
     for field in RECORD_FIELDS
 )
 
@@ -53,12 +72,13 @@ _JSON_VALUE: tuple[Callable[[Any], Any], ...] = tuple(
 def records(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
     """Rows as the store reads them from the kept views (`store.views.stored.READ_COLUMNS`
     order: the C1 fields first, times as int ns) as C1 records: dicts in C1 field
-    order, times `YYYY-MM-DDTHH:MM:SSZ`, blanks None, `dwt` an int, `quantity` a float."""
-    fields = RECORD_FIELDS
-    return [
-        {field: None if value is None else convert(value) for field, convert, value in zip(fields, _JSON_VALUE, row)}
-        for row in rows
-    ]
+    order, times `YYYY-MM-DDTHH:MM:SSZ`, blanks None, `dwt` an int, `quantity` a
+    float. Converted a column at a time (a page's JSON is made on the event loop)."""
+    columns = list(zip(*rows))
+    if not columns:
+        return []
+    converted = [convert(column) for convert, column in zip(_JSON_COLUMN, columns)]
+    return [dict(zip(RECORD_FIELDS, values)) for values in zip(*converted)]
 
 
 def dumps(payload: Any) -> bytes:

@@ -111,6 +111,23 @@ def test_numbers_times_and_blanks():
     assert record["etd"] is None and record["quantity_unit"] is None
 
 
+def test_json_cells_are_each_rows_own():
+    """A page's JSON is converted a column at a time: each row still gets its own
+    times, to the second and floored (also before 1970), null where missing, and a
+    blank word null in its row while the same text elsewhere stays."""
+    cells = [("1969-07-20T20:17:40.5Z", "Vale", 1.5), ("2024-02-29T23:59:59.900Z", "TBC", np.nan),
+             ("1969-12-31T23:59:59.500Z", "Vale", None), (None, " n/a ", 7.0), ("2099-12-31T00:00:00Z", "Vale", 0.0)]
+    rows = pd.concat([frame(id=f"r{i}", eta=eta, shipper=shipper, quantity=quantity)
+                      for i, (eta, shipper, quantity) in enumerate(cells)], ignore_index=True)
+    got = render.records(as_read(rows))
+    assert [r["eta"] for r in got] == ["1969-07-20T20:17:40Z", "2024-02-29T23:59:59Z", "1969-12-31T23:59:59Z", None,
+                                       "2099-12-31T00:00:00Z"]
+    assert [r["shipper"] for r in got] == ["Vale", None, "Vale", None, "Vale"]
+    assert [r["quantity"] for r in got] == [1.5, None, None, 7.0, 0.0]
+    assert [r["id"] for r in got] == [f"r{i}" for i in range(5)] and list(got[0]) == list(RECORD_FIELDS)
+    assert render.records([]) == []
+
+
 def test_quantity_keeps_its_decimals():
     assert render.csv_rows(frame(id="r", quantity=0.1 + 0.2)).decode().split(",")[16] == "0.30000000000000004"
     assert render.records(as_read(frame(id="r", quantity=np.nan)))[0]["quantity"] is None
