@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import pandas as pd
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from store.access import accounts
@@ -129,7 +129,7 @@ class Lineups:
 
         def work(session: Session, target: sql.Target) -> Page:
             sparse = sql.is_sparse(session, query, self.taxonomy, target)
-            rows = session.execute(sql.page_statement(query, self.taxonomy, target, after, limit + 1, sparse)).all()
+            rows = session.execute(*sql.page_statement(query, self.taxonomy, target, after, limit + 1, sparse)).all()
             more = len(rows) > limit
             rows = rows[:limit]
             following = sql.position(rows[-1][-1], rows[-1][0]) if more else None
@@ -284,6 +284,12 @@ class Lineups:
         return work(session, target)
 
 
+#: The view of a mode and feed set: one statement for every read (built and keyed once).
+_VIEW = select(MergedView.id, MergedView.state, MergedView.versions, MergedView.max_span, MergedView.feeds).where(
+    MergedView.mode == bindparam("mode"), MergedView.feed_set == bindparam("feed_set")
+)
+
+
 def current_target(session: Session, mode: str, feeds: Sequence[FeedVersion], stale_ok: bool = False) -> sql.Target:
     """The view holding `mode`'s rows of `feeds` at the feeds' versions: the `all`
     view of exactly those feeds, or the `by_source` view (every feed's rows), kept to
@@ -292,10 +298,7 @@ def current_target(session: Session, mode: str, feeds: Sequence[FeedVersion], st
     are built); `stale_ok` takes a ready view as it is."""
     versions = {feed.id: feed.data_version for feed in feeds}
     key = upkeep.ViewKey.of(mode, versions)
-    hit = session.execute(
-        select(MergedView.id, MergedView.state, MergedView.versions, MergedView.max_span, MergedView.feeds)
-        .where(MergedView.mode == mode, MergedView.feed_set == key.feed_set)
-    ).first()
+    hit = session.execute(_VIEW, {"mode": mode, "feed_set": key.feed_set}).first()
     current = hit is not None and all(hit.versions.get(feed_id) == version for feed_id, version in versions.items())
     if hit is None or hit.state != "ready" or (not current and not stale_ok):
         if is_replica(session):

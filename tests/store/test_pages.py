@@ -83,3 +83,37 @@ def test_pages_walk_the_whole_result_once_in_order(store, params, sparse_rows, m
         assert list(walk(lineups, demo["buyer_id"], query, limit)["id"]) == expected, limit
     assert lineups.count(demo["buyer_id"], query) == len(expected)
     assert expected or params == {"commodity": "General Cargo"}, "a query that keeps nothing tests little"
+
+
+#: Questions of one shape (the same filters, other values), each pair's second asked
+#: after its first: a page's statement is built once per shape and run with each
+#: page's own values (`sql.page_statement`), so a value the first left behind shows.
+SAME_SHAPE = (
+    ({"port": "BRSSZ"}, {"port": "USHOU"}),
+    ({"country": "Brazil", "latest": "true"}, {"country": "Argentina", "latest": "true"}),
+    ({"port_name": "santos"}, {"port_name": "rio"}),
+    ({"commodity": "Grains"}, {"commodity": "Coal,Iron Ore"}),
+    ({"from": "2026-11-20", "to": "2026-11-24"}, {"from": "2026-11-28", "to": "2026-12-05"}),
+    ({"port": "BRSSZ", "commodity": "Dry Bulk", "merge": "by_source"}, {"port": "BRPNG", "commodity": "Grains", "merge": "by_source"}),
+    ({"source": 0, "merge": "by_source"}, {"source": 1, "merge": "by_source"}),
+)
+
+
+@pytest.mark.parametrize("first, second", SAME_SHAPE, ids=lambda p: "&".join(f"{k}={v}" for k, v in p.items()))
+def test_a_question_gets_its_own_values_in_a_shape_asked_before(store, first, second):
+    sessions, demo = store
+    with transaction(sessions) as session:
+        feeds = [f.id for f in accounts.entitled_feeds(session, demo["buyer_id"])]
+        records = {source: load_records(session, [feeds[source]] if source is not None else feeds)
+                   for source in (None, *(params.get("source") for params in (first, second)))}
+    lineups = Lineups(sessions)
+    sql._PAGES.clear()
+    expected = []
+    for params, limit in ((first, 7), (second, 5)):
+        visible = records[params.get("source")]
+        params = {k: feeds[v] if k == "source" else v for k, v in params.items()}
+        query = parse_query({k: [v] for k, v in params.items()}, default_taxonomy().parse_filter)[0]
+        expected.append(list(reference_select(merge.merge(visible, query.merge), query)["id"])[:limit])
+        assert list(lineups.page(demo["buyer_id"], query, None, limit).rows["id"]) == expected[-1], params
+    assert len(sql._PAGES) == 1, "one shape"
+    assert expected[0] and expected[1] and set(expected[0]) != set(expected[1]), "the two answers must differ"
