@@ -124,7 +124,8 @@ def filter_values(query: LineupQuery, taxonomy: Taxonomy, max_span: int) -> dict
         values["country"] = None if "\x00" in wanted else wanted
     if query.port_name:
         wanted = fold(query.port_name)
-        # A substring: LIKE with its wildcards (and the escape) escaped.
+        # A substring: LIKE with its wildcards and the escape escaped, as SQLAlchemy's
+        # `contains(..., autoescape=True)` does (which takes a literal, not a parameter).
         escaped = wanted.replace("/", "//").replace("%", "/%").replace("_", "/_")
         values["port_name"] = None if "\x00" in wanted else f"%{escaped}%"
     if query.commodity:
@@ -281,16 +282,12 @@ def _page_statement(
     # `sort_key + 0` is the same order, but no index serves it; with the other
     # filters written likewise (`by_commodity`), the commodity's index is the one to read.
     first = MergedRow.sort_key + 0 if sparse else MergedRow.sort_key
-    position = _after_values(after)
-    statement = (
-        select(*columns)
-        .where(
-            *_where(query, taxonomy, target, by_commodity=sparse),
-            *([tuple_(MergedRow.sort_key, MergedRow.id) > tuple_(*(bindparam(n, v) for n, v in position.items()))]
-              if position else []),
-        )
-        .order_by(first, MergedRow.id)
-    )
+    clauses = _where(query, taxonomy, target, by_commodity=sparse)
+    if after is not None:
+        position = _after_values(after)
+        key, row_id = bindparam("after_key", position["after_key"]), bindparam("after_id", position["after_id"])
+        clauses.append(tuple_(MergedRow.sort_key, MergedRow.id) > tuple_(key, row_id))
+    statement = select(*columns).where(*clauses).order_by(first, MergedRow.id)
     return statement.limit(bindparam("limit", limit)) if limit is not None else statement
 
 
