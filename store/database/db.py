@@ -160,10 +160,11 @@ def is_replica(session: Session) -> bool:
 class Reads:
     """Where the API's pure reads go: this process's replica, else the primary.
 
-    `run(work, *args)` calls `work(session, *args)` in one transaction of its own and
+    `run(work, *args)` calls `work(session, *args)` in a session of its own and
     returns what it returns. With replicas, the session is one of a replica (the
-    process's own first, `first` picking it, then the others), read-only and
-    REPEATABLE READ. A replica that fails (cannot connect, or errs) is left alone
+    process's own first, `first` picking it, then the others), one read-only
+    REPEATABLE READ transaction. On the primary, a PostgreSQL session runs each
+    statement on its own (`_statement_by_statement`). A replica that fails (cannot connect, or errs) is left alone
     for `pause` seconds and the same work runs on the next one or on the primary, so
     a replica's trouble costs time, never a wrong answer; `ReplicaBehind` from
     `work` sends that one read to the primary. Work must only read: it may run twice.
@@ -176,7 +177,7 @@ class Reads:
         first: int = 0,
         pause: float = REPLICA_PAUSE_S,
     ):
-        self.primary = primary
+        self.primary = _statement_by_statement(primary)
         start = first % len(replicas) if replicas else 0
         self.replicas = [*replicas[start:], *replicas[:start]]
         self.pause = pause
@@ -222,6 +223,23 @@ class Reads:
             with self._lock:
                 self._resting.pop(index, None)
             log.info("Replica %s answers again", _name(factory))
+
+
+def _statement_by_statement(factory: sessionmaker[Session]) -> sessionmaker[Session]:
+    """`factory`'s sessions, on PostgreSQL with every statement its own transaction
+    (AUTOCOMMIT). Under READ COMMITTED, PostgreSQL's default, each statement of a
+    transaction reads a snapshot of its own anyway, so a read loses nothing by it, and
+    saves the BEGIN and COMMIT round trips of every request: 600 distinct first pages
+    of the mixed workload at 250,000 records, one after another, cost PostgreSQL
+    1.7-2.1 ms of CPU each instead of 2.1-2.8, and came 210-256 a second instead of
+    108-165 (three alternating runs, 2026-11-28). Replicas keep their transaction:
+    there it is one snapshot (REPEATABLE READ). SQLite's driver opens no transaction
+    for a read."""
+    bind = factory.kw.get("bind")
+    if bind is None or bind.dialect.name != "postgresql":
+        return factory
+    options = {name: value for name, value in factory.kw.items() if name != "bind"}
+    return sessionmaker(bind.execution_options(isolation_level="AUTOCOMMIT"), **options)
 
 
 def _in_transaction(factory: sessionmaker[Session], work: Callable[..., T], args: tuple) -> T:

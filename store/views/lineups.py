@@ -267,7 +267,7 @@ class Lineups:
         empty: T,
     ) -> T:
         """`work(session, target)` over the current views of the buyer's visible feeds,
-        in one read transaction; views that are missing or behind are brought up to
+        in one read (`Reads.run`); views that are missing or behind are brought up to
         date first (on the primary), and the read tried again."""
         for _ in range(_TRIES):
             try:

@@ -1,6 +1,8 @@
 """Pooled PostgreSQL connections (`store.database.db.make_engine`): one the database
 dropped while it sat idle in the pool is replaced before use; one in steady use is
-not checked, and the error of its first use makes the pool start afresh."""
+not checked, and the error of its first use makes the pool start afresh. Reads
+(`store.database.db.Reads`) on the primary hold no transaction between their
+statements; on a replica they are one snapshot."""
 
 from __future__ import annotations
 
@@ -64,3 +66,27 @@ def test_a_connection_in_steady_use_is_not_checked_and_its_error_renews_the_pool
     # The error dropped every connection the pool held, the other dead one too.
     with pg_engine.connect() as connection:
         assert connection.execute(text("SELECT pg_backend_pid()")).scalar_one() not in pids
+
+
+def in_own_transaction(session) -> bool:
+    """Whether the statement running now began its transaction (after another one)."""
+    session.execute(text("SELECT 1"))
+    return session.execute(
+        text("SELECT xact_start = query_start FROM pg_stat_activity WHERE pid = pg_backend_pid()")
+    ).scalar_one()
+
+
+def test_a_read_on_the_primary_runs_statement_by_statement_and_on_a_replica_in_one_snapshot(pg_engine):
+    replica = db.make_engine(TEST_PG, read_only=True)
+    try:
+        primary = db.Reads(db.make_sessionmaker(pg_engine))
+        assert primary.run(in_own_transaction)  # no BEGIN and COMMIT round trips
+        on_replica = db.Reads(db.make_sessionmaker(pg_engine), [db.make_sessionmaker(replica, replica=True)])
+        assert not on_replica.run(in_own_transaction)  # one REPEATABLE READ transaction
+    finally:
+        replica.dispose()
+    with pg_engine.connect() as connection:  # the pooled connection is back to transactions
+        connection.execute(text("SELECT 1"))
+        assert not connection.execute(
+            text("SELECT xact_start = query_start FROM pg_stat_activity WHERE pid = pg_backend_pid()")
+        ).scalar_one()
