@@ -68,6 +68,8 @@ class DrainingServer(HTTPServer):
         super().initialize(*args, **kwargs)
         #: Every open connection, and whether it is in the middle of a request.
         self._busy: dict[object, bool] = {}
+        #: Requests begun since the server started (their headers arrived).
+        self.requests_begun = 0
 
     def handle_stream(self, stream: IOStream, address: tuple) -> None:
         _json_protocol_errors(stream)
@@ -77,7 +79,11 @@ class DrainingServer(HTTPServer):
         # Called when a connection opens and again after each finished response.
         self._busy[server_conn] = False
         delegate = super().start_request(server_conn, request_conn)
-        return _OnHeaders(delegate, lambda: self._busy.__setitem__(server_conn, True))
+        return _OnHeaders(delegate, lambda: self._begin(server_conn))
+
+    def _begin(self, server_conn: object) -> None:
+        self._busy[server_conn] = True
+        self.requests_begun += 1
 
     def on_close(self, server_conn: object) -> None:
         self._busy.pop(server_conn, None)

@@ -50,6 +50,7 @@ from store.database.schema import Buyer, Feed
 from store.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
+    from api.server import DrainingServer
     from cli.listening import Listening
     from explorer.app import ExplorerApp
 
@@ -143,8 +144,8 @@ def _store_base_url(ctx) -> None:
 def _load_code() -> None:
     """Import the API's modules in this process, before any fork, so that the
     workers start at once and share the pages. Not the explorer's: each process
-    imports Panel and Bokeh after it listens (`ExplorerMount`), so that none of them
-    delays the API's first answer."""
+    imports Panel and Bokeh after it listens, once its API is quiet or someone opens
+    the explorer (`ExplorerMount`), so that none of them delays the API's answers."""
     import api.app  # noqa: F401
     import api.server  # noqa: F401
 
@@ -264,19 +265,30 @@ def _print_welcome(base_url: str, api_key: str | None, processes: int = 1) -> No
     click.echo(f"The data explorer: {base_url}/explorer  (sign in with the API key)\n")
 
 
+#: A fresh process builds its explorer once no request has begun for this long (and
+#: none is in flight), or at once when someone opens it.
+QUIET_S = 0.25
+
+
 class ExplorerMount(HTTPServerConnectionDelegate):
     """The explorer at /explorer, mounted once it is ready. Importing Panel and Bokeh
     and rendering their components once (`explorer.app.warm_up`) takes one to two
-    seconds, which the API does not wait for (a fresh process answers /healthz and
-    the API at once, issue 15); until the explorer is mounted its pages answer 503 with
-    `Retry-After` and a page that reloads itself."""
+    seconds of Python, which the API does not wait for: a fresh process answers
+    /healthz and the API at once (issue 15), and builds the explorer in a thread once
+    its API is quiet (`QUIET_S`) or someone opens /explorer, whichever comes first.
+    While the build runs it holds the interpreter lock most of the time, and the API's
+    pages wait for it (a pass of distinct pages begun with a new process had a p99 of
+    0.7-1.8 s): so it is not begun while requests keep coming. Until the explorer is
+    mounted its pages answer 503 with `Retry-After` and a page that reloads itself."""
 
     def __init__(self, make: Callable[[], "ExplorerApp"], log_function: Callable[[RequestHandler], None]):
         """`make()` composes the explorer (it imports Panel); `log_function` logs the
         starting page's requests as the API logs its own."""
         self._make = make
         self.explorer: ExplorerApp | None = None
-        self._target = Application([(r".*", ExplorerStarting)], log_function=log_function)
+        self._asked = asyncio.Event()  # someone opened /explorer before it was mounted
+        self._closing = False
+        self._target = Application([(r".*", ExplorerStarting, {"asked": self._asked})], log_function=log_function)
 
     def start_request(self, server_conn, request_conn):
         return self._target.start_request(server_conn, request_conn)
@@ -298,10 +310,28 @@ class ExplorerMount(HTTPServerConnectionDelegate):
         self._target = self.explorer.tornado
         log.info("The explorer is ready at /explorer")
 
-    async def mount_soon(self) -> None:
-        """`build` in a thread of its own (the API's threads stay free), then `mount`."""
-        await asyncio.get_running_loop().run_in_executor(None, self.build)
-        self.mount()
+    async def mount_soon(self, server: "DrainingServer") -> None:
+        """Once `server` is quiet or the explorer is asked for, `build` in a thread of
+        its own (the API's threads stay free), then `mount`; nothing when the process
+        stops first (`close`)."""
+        if await self._quiet_or_asked(server):
+            await asyncio.get_running_loop().run_in_executor(None, self.build)
+            self.mount()
+
+    async def _quiet_or_asked(self, server: "DrainingServer") -> bool:
+        while not self._closing:
+            begun = server.requests_begun
+            try:
+                await asyncio.wait_for(self._asked.wait(), QUIET_S)
+                return True
+            except asyncio.TimeoutError:
+                if server.requests_begun == begun and not server.in_flight:
+                    return True
+        return False
+
+    def close(self) -> None:
+        """The process is stopping: a build not begun is not begun."""
+        self._closing = True
 
     def stop(self) -> None:
         if self.explorer is not None:
@@ -310,9 +340,13 @@ class ExplorerMount(HTTPServerConnectionDelegate):
 
 class ExplorerStarting(RequestHandler):
     """/explorer while the process is still starting the explorer: 503, and a page
-    that tries again by itself a second later."""
+    that tries again by itself a second later; asking starts the build."""
+
+    def initialize(self, asked: asyncio.Event) -> None:
+        self._asked = asked
 
     def prepare(self) -> None:
+        self._asked.set()
         self.set_status(503)
         self.set_header("Retry-After", "1")
         self.set_header("Cache-Control", "no-store")
@@ -328,8 +362,9 @@ reloads by itself in a moment.</p></body></html>"""
 @dataclasses.dataclass
 class ServerApp:
     """What one server process serves: the API's application, with the explorer
-    mounted into it at /explorer (`explorer.mount()` or `await explorer.mount_soon()`
-    on the serving loop; `explorer.stop()` on drain)."""
+    mounted into it at /explorer (`explorer.mount()` or `await
+    explorer.mount_soon(server)` on the serving loop; `explorer.close()` and
+    `explorer.stop()` on drain)."""
 
     app: Application
     explorer: ExplorerMount
@@ -401,13 +436,14 @@ async def _serve(settings: Settings, listening: "Listening", index: int, supervi
     served = make_server_app(settings, sessions, executor, sockets[0].getsockname()[:2], reads)
     server = DrainingServer(served.app, xheaders=settings.trust_proxy)
     server.add_sockets(sockets)
-    mounting = asyncio.ensure_future(served.explorer.mount_soon())  # the API answers meanwhile
+    mounting = asyncio.ensure_future(served.explorer.mount_soon(server))  # the API answers meanwhile
     limits = "shared in Redis" if settings.redis_url else "per process"
     where = f"; reads from replica {reads.describe()}" if replicas else ""
     log.info("Worker %d serving (rate limit %d/min %s%s)", index, settings.rate_limit, limits, where)
 
     await _stop_requested(supervised)
     log.info("Worker %d stopping: no new connections; finishing %d request(s) in flight", index, server.in_flight)
+    served.explorer.close()
     await server.drain(SHUTDOWN_GRACE)
     await asyncio.wait([mounting])  # an import cannot be interrupted: let it end, then stop the explorer
     served.explorer.stop()

@@ -76,7 +76,7 @@ class LiveServer:
     def _run(self, sockets) -> None:
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
-        server = self._server_class(self.app, **self._server_args)
+        server = self.server = self._server_class(self.app, **self._server_args)
         server.add_sockets(sockets)
         self._ready.set()
         self.loop.run_forever()

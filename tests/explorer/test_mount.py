@@ -74,6 +74,7 @@ def test_the_api_answers_while_the_explorer_is_still_starting(context, demo):
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
+    from api.server import DrainingServer
     from cli.serve import make_server_app
     from tests.api.conftest import LiveServer
 
@@ -87,9 +88,9 @@ def test_the_api_answers_while_the_explorer_is_still_starting(context, demo):
         composed.append(served)
         return served.app
 
-    server = LiveServer(make)
+    server = LiveServer(make, DrainingServer)
     try:
-        mounting = server.submit(composed[0].explorer.mount_soon)
+        mounting = server.submit(composed[0].explorer.mount_soon, server.server)
         assert requests.get(f"{server.base_url}/healthz", timeout=5).json() == {"status": "ok"}
         page = requests.get(f"{server.base_url}/v1/lineups", params={"limit": 1}, headers={"X-API-Key": demo["api_key"]}, timeout=5)
         assert page.status_code == 200 and len(page.json()["data"]) == 1
@@ -104,4 +105,63 @@ def test_the_api_answers_while_the_explorer_is_still_starting(context, demo):
         gate.set()
         server.call(composed[0].explorer.stop)
         server.stop()
+        executor.shutdown(wait=True)
+
+
+def test_a_new_process_builds_its_explorer_once_the_api_is_quiet_or_someone_opens_it(context, demo):
+    """Building the explorer holds the interpreter lock for a second or two, and the
+    API's pages would wait for it: while requests keep coming it is not begun; someone
+    opening /explorer begins it at once, busy or not; a quiet server begins it by
+    itself (`cli.serve.ExplorerMount`, `QUIET_S`)."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from api.server import DrainingServer
+    from cli.serve import QUIET_S, make_server_app
+    from tests.api.conftest import LiveServer
+
+    def busy(seconds: float, until: threading.Event | None = None) -> None:
+        """Requests back to back, as a client under load asks them (/healthz: no
+        rate limit to meet)."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not (until and until.is_set()):
+            assert requests.get(f"{server.base_url}/healthz", timeout=5).status_code == 200
+
+    executor = ThreadPoolExecutor(2)
+    servers = []
+
+    def start() -> tuple:
+        begun, composed = threading.Event(), []
+
+        def make(base_url):
+            served = make_server_app(_settings(context), context.sessions, executor)
+            make_explorer = served.explorer._make
+            served.explorer._make = lambda: (begun.set(), make_explorer())[1]
+            composed.append(served)
+            return served.app
+
+        live = LiveServer(make, DrainingServer)
+        servers.append((live, composed[0]))
+        return live, composed[0], begun, live.submit(composed[0].explorer.mount_soon, live.server)
+
+    try:
+        # Busy: not begun for as long as requests keep coming; asked for: begun at once.
+        server, served, begun, mounting = start()
+        busy(8 * QUIET_S)
+        assert not begun.is_set()
+        assert requests.get(f"{server.base_url}/explorer/login", timeout=5).status_code == 503
+        busy(10, until=begun)
+        assert begun.is_set()
+        mounting.result(60)
+        assert requests.get(f"{server.base_url}/explorer/login", timeout=5).status_code == 200
+        # Quiet: begun by itself.
+        server, served, begun, mounting = start()
+        assert begun.wait(10)
+        mounting.result(60)
+        assert requests.get(f"{server.base_url}/explorer/login", timeout=5).status_code == 200
+    finally:
+        for live, served in servers:
+            live.call(served.explorer.stop)
+            live.stop()
         executor.shutdown(wait=True)
