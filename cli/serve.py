@@ -278,7 +278,7 @@ class ExplorerMount(HTTPServerConnectionDelegate):
     its API is quiet (`QUIET_S`) or someone opens /explorer, whichever comes first.
     While the build runs it holds the interpreter lock most of the time, and the API's
     pages wait for it (a pass of distinct pages begun with a new process had a p99 of
-    0.7-1.8 s): so it is not begun while requests keep coming. Until the explorer is
+    0.7-4.7 s): so it is not begun while requests keep coming. Until the explorer is
     mounted its pages answer 503 with `Retry-After` and a page that reloads itself."""
 
     def __init__(self, make: Callable[[], "ExplorerApp"], log_function: Callable[[RequestHandler], None]):

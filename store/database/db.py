@@ -163,11 +163,12 @@ class Reads:
     `run(work, *args)` calls `work(session, *args)` in a session of its own and
     returns what it returns. With replicas, the session is one of a replica (the
     process's own first, `first` picking it, then the others), one read-only
-    REPEATABLE READ transaction. On the primary, a PostgreSQL session runs each
-    statement on its own (`_statement_by_statement`). A replica that fails (cannot connect, or errs) is left alone
-    for `pause` seconds and the same work runs on the next one or on the primary, so
-    a replica's trouble costs time, never a wrong answer; `ReplicaBehind` from
-    `work` sends that one read to the primary. Work must only read: it may run twice.
+    REPEATABLE READ transaction; on a PostgreSQL primary, each statement on its own
+    (`_statement_by_statement`). A replica that fails (cannot connect, or errs) is left
+    alone for `pause` seconds and the same work runs on the next one or on the
+    primary, so a replica's trouble costs time, never a wrong answer; `ReplicaBehind`
+    from `work` sends that one read to the primary. Work must only read: it may run
+    twice.
     Errors of the primary, and the service's own errors (`LineupsError`), propagate."""
 
     def __init__(
