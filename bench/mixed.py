@@ -48,7 +48,7 @@ from dataset import changes as dataset_changes
 from figures import Figure, Target
 from load import WRK, p99
 from processes import Process, free_port, rss_mib
-from server_figures import RATE_LIMIT, lineups_command
+from server_figures import EXPLORER_READY, RATE_LIMIT, lineups_command
 
 from store.access import accounts
 
@@ -441,10 +441,10 @@ def mixed_figures(dataset: Dataset, folder: Path, count: int, with_datasette: bo
 def load_figures(server: Process, asks: list, buyers: int, size: str, raw: dict) -> list[Figure]:
     """The distinct first pages of `asks` from `CLIENTS` connections: rate, latency,
     errors, and the server's memory after them, with its explorer loaded (a fresh
-    process builds it once its API is quiet or someone opens it: here, asked for after
-    the pass, so that the figure is the whole server's)."""
+    process builds it once its API is quiet: here, after the pass, so that the figure
+    is the whole server's)."""
     ours = load_pass(server.base_url, [(path_of(p), k) for _, k, p in asks])
-    explorer_ready(server.base_url)
+    server.wait_for_log(EXPLORER_READY)
     rss = rss_mib(server.pid)
     raw.update(ours=dataclasses.asdict(ours), ours_rate=ours.rate, rss_mib=rss)
     return [
@@ -455,15 +455,6 @@ def load_figures(server: Process, asks: list, buyers: int, size: str, raw: dict)
         Figure("mixed.errors", "Mixed workload", "responses other than 200, errors", "", [ours.errors], Target("<=", 0)),
         Figure("mixed.rss", "Mixed workload", "server RSS after the pass (explorer loaded)", "MiB", [rss], Target("<=", 600)),
     ]
-
-
-def explorer_ready(base_url: str, timeout: float = 60.0) -> None:
-    """Ask for the explorer's sign-in page until it is served (503 while it starts)."""
-    deadline = time.monotonic() + timeout
-    while requests.get(base_url + "/explorer/login", timeout=10).status_code != 200:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the explorer was not ready within {timeout:g} s")
-        time.sleep(0.1)
 
 
 def subscription_change(dataset: Dataset, buyers: Buyers, server: Process, asks: list, others: list,

@@ -111,6 +111,16 @@ class Process:
                 time.sleep(0.1)
         raise RuntimeError(f"{self.command[0]} did not answer within {timeout:.0f} s: {self.tail()}")
 
+    def wait_for_log(self, text: str, count: int = 1, timeout: float = 60.0) -> "Process":
+        """Wait until the process's log holds `text` `count` times (without asking it
+        anything). Raises RuntimeError when it exits or never says so."""
+        deadline = time.monotonic() + timeout
+        while self.log_path.read_bytes().decode("utf-8", "replace").count(text) < count:
+            if self.popen.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{self.command[0]} did not say {text!r} {count} time(s): {self.tail()}")
+            time.sleep(0.1)
+        return self
+
     def tail(self, size: int = 2000) -> str:
         self._log.flush()
         return self.log_path.read_bytes()[-size:].decode("utf-8", "replace")

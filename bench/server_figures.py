@@ -37,8 +37,15 @@ def lineups_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "cli"]
 
 
+#: What `lineups serve` logs once a worker has built its explorer (cli/serve.py): a
+#: fresh process builds it once its API is quiet, so a figure of the whole server
+#: (its memory, or a pass that must not meet the build) waits for this first.
+EXPLORER_READY = "The explorer is ready"
+
+
 def start_service(dataset: Dataset, folder: Path) -> Process:
-    """`lineups serve` over the bench store; started and answering /healthz."""
+    """`lineups serve` over the bench store; started, answering /healthz, and its
+    explorer built (`EXPLORER_READY`)."""
     port = free_port()
     env = {
         "LINEUPS_RATE_LIMIT": str(RATE_LIMIT),
@@ -46,7 +53,7 @@ def start_service(dataset: Dataset, folder: Path) -> Process:
         "LINEUPS_BASE_URL": f"http://127.0.0.1:{port}",
     }
     command = [*lineups_command(), "serve", "--db", dataset.db_url, "--host", "127.0.0.1", "--port", str(port)]
-    return Process(command, port, folder / "serve.log", env).start("/healthz")
+    return Process(command, port, folder / "serve.log", env).start("/healthz").wait_for_log(EXPLORER_READY)
 
 
 @dataclasses.dataclass

@@ -52,6 +52,7 @@ for _path in (str(ROOT), str(Path(__file__).resolve().parent)):
 
 from processes import Process, RssSampler, free_port, rss_mib  # noqa: E402  (bench/processes.py)
 
+from server_figures import EXPLORER_READY, lineups_command  # noqa: E402  (bench/server_figures.py)
 from soak_checks import Request, check  # noqa: E402  (bench/soak_checks.py)
 
 KEYS_PER_CLIENT = 4
@@ -442,11 +443,6 @@ def export_window(base_url: str, share_urls: list[str], seconds: float, probe_ke
 
 
 # ---------------------------------------------------------------- the full run
-def lineups_command() -> list[str]:
-    script = Path(sys.executable).with_name("lineups")
-    return [str(script)] if script.exists() else [sys.executable, "-c", "from cli.main import main; main()"]
-
-
 def start_redis(folder: Path) -> tuple[subprocess.Popen, str] | None:
     """A private redis-server on a free port (never the machine's shared one)."""
     binary = shutil.which("redis-server")
@@ -519,7 +515,9 @@ def _serve(folder: Path, name: str, db_url: str, secret: str, processes: int, re
         command += ["--redis", redis_url]
     elif processes > 1:  # refused without Redis unless meant (issue 16 item 6)
         command += ["--per-process-limits"]
-    return Process(command, port, folder / f"{name}.log", env).start("/healthz")
+    # Every worker's explorer built before the load (a fresh process builds it once
+    # quiet): a build in a lull of the run would read as memory growth.
+    return Process(command, port, folder / f"{name}.log", env).start("/healthz").wait_for_log(EXPLORER_READY, processes)
 
 
 def _soak_run(args, folder: Path, redis_url: str | None) -> dict:
