@@ -210,15 +210,33 @@ def _stored_rows(
     connection: Connection, view_id: int, pairs: Sequence[tuple[str, str]], sources: frozenset[str] | None = None
 ) -> list[tuple]:
     """The view's stored rows of `pairs` (of the feeds `sources`, when given), whole,
-    in `COLUMNS` order; the (view, vessel, port, source) index finds them."""
+    in `COLUMNS` order; the (view, vessel, port, source) index finds them.
+
+    On SQLite in two steps: the keys (sort key, id) of the rows from the index alone
+    (it holds the primary key beside its own columns), then each row by its key.
+    Asked in one statement, SQLite looks up the table row of every index entry of the
+    vessels before it tests the pair and the feed: in the `by_source` view, every
+    feed's rows of every port of each vessel. A daily update of 1,000 records at
+    1,000,000 read ~125,000 pages for the ~1,400 rows of its feed in that view
+    (0.16-0.7 s), ~7,600 in two steps (0.04 s). PostgreSQL tests the index's columns
+    before it reads the table, and one statement is one round trip."""
     table = MergedRow.__table__
-    statement = select(*(table.c[name] for name in COLUMNS)).where(table.c.view_id == view_id)
+    sqlite = connection.dialect.name == "sqlite"
+    wanted = (table.c.sort_key, table.c.id) if sqlite else tuple(table.c[name] for name in COLUMNS)
+    statement = select(*wanted).where(table.c.view_id == view_id)
     if sources is not None:
         statement = statement.where(table.c.source_id.in_(sorted(sources)))
     out: list[tuple] = []
     for chunk in pair_chunks(pairs):
         out += [tuple(row) for row in connection.execute(statement.where(_of_pairs(chunk)))]
-    return out
+    if not sqlite:
+        return out
+    by_key = f"SELECT {', '.join(COLUMNS)} FROM merged_rows WHERE view_id = ? AND sort_key = ? AND id = ?"
+    cursor = connection.connection.cursor()
+    try:
+        return [row for sort_key, row_id in out for row in cursor.execute(by_key, (view_id, sort_key, row_id))]
+    finally:
+        cursor.close()
 
 
 def _execute_many(connection: Connection, statement: str, params: list[tuple]) -> None:
