@@ -70,14 +70,6 @@ class Identities:
                 names.setdefault(name, {}).setdefault(key, set()).add(str(source))
         return cls({n: {k: tuple(sorted(s)) for k, s in imos.items()} for n, imos in names.items()})
 
-    def union(self, other: "Identities") -> "Identities":
-        names: dict[str, dict[str, set[str]]] = {}
-        for part in (self, other):
-            for name, imos in part.names.items():
-                for imo, feeds in imos.items():
-                    names.setdefault(name, {}).setdefault(imo, set()).update(feeds)
-        return Identities({n: {k: tuple(sorted(s)) for k, s in imos.items()} for n, imos in names.items()})
-
     @classmethod
     def of_records(cls, records: pd.DataFrame, feeds: bool = False) -> "Identities":
         """The identities among `records` (a merge input frame), served records only,

@@ -107,25 +107,25 @@ class Merges:
             for port in ports:
                 replaced.add((name, port))
                 replaced.update((imo, port) for imo in candidates)
-        identities = identities.union(self._resolving(view, replaced, set(names)))
+        identities = self._identities(view.feeds, set(names) | self._resolving(view, replaced, set(names)))
         names_of = identities.names_of()
         loaded = set(replaced)
         for vessel, port in replaced:
             loaded.update((name, port) for name in names_of.get(vessel, ()))
         return replaced, frozenset(loaded), identities
 
-    def _resolving(self, view: MergedView, replaced: set[Pair], known: set[str]) -> Identities:
-        """The identities of the names (other than `known`) that may resolve to the
-        IMO key of a `replaced` pair: the names that the records of that IMO number
-        carry and that have name-only records at that pair's port (no other name-only
-        record can join the pair's rows)."""
+    def _resolving(self, view: MergedView, replaced: set[Pair], known: set[str]) -> set[str]:
+        """The names (other than `known`) that may resolve to the IMO key of a
+        `replaced` pair: the names that the records of that IMO number carry and that
+        have name-only records at that pair's port (no other name-only record can join
+        the pair's rows)."""
         ports: dict[str, set[str]] = {}
         for vessel, port in replaced:
             if vessel.startswith("IMO"):
                 ports.setdefault(vessel, set()).add(port)
         carried = {(imo, name) for imo, name, _ in self._lookup(names_carried, view.feeds, ports) if name not in known}
         at = self._name_ports(view.feeds, {name for _, name in carried})
-        return self._identities(view.feeds, {name for imo, name in carried if at.get(name, set()) & ports[imo]})
+        return {name for imo, name in carried if at.get(name, set()) & ports[imo]}
 
     def _identities(self, feed_ids: Sequence[str], names: Iterable[str]) -> Identities:
         """Rule 1's identities among the served records of `feed_ids` of the name keys
@@ -149,11 +149,12 @@ class Merges:
         for feed_id in feed_ids:
             wanted |= self._bit(feed_id)
         out: dict[str, dict[str, tuple[str, ...]]] = {}
+        masks = self._masks
         for name in names:
             for imo, feeds in self._identity_index[name].items():
                 given = feeds & wanted
                 if given:
-                    out.setdefault(name, {})[imo] = self._feed_names_of(given)
+                    out.setdefault(name, {})[imo] = masks.get(given) or self._feed_names_of(given)
         return Identities(out)
 
     def _bit(self, feed_id: str) -> int:
