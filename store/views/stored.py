@@ -164,7 +164,14 @@ def replace_pair_rows(
 
 def _write_changes(connection: Connection, view_id: int, stored: list[tuple], new: list[tuple]) -> tuple[int, int]:
     """Turn the view's `stored` rows into the `new` ones (both full rows in `COLUMNS`
-    order) with the fewest writes; returns `(removed, written)`."""
+    order) with the fewest writes; returns `(removed, written)`.
+
+    A row whose key moved (a revision that moves its date) is deleted and inserted
+    again; the two are written one after the other, `_MOVES` rows at a time, so that
+    the index pages they share (the same port, commodity, vessel, a date a few hours
+    on) are still in the page cache for the insert: written all deletes first, a daily
+    update's deletes went through more pages than the cache holds, and the inserts
+    read them back."""
     before = {(row[_SORT], row[_ID]): row for row in stored}
     inserts: list[tuple] = []
     changed: dict[tuple[int, ...], list[tuple]] = {}
@@ -175,12 +182,29 @@ def _write_changes(connection: Connection, view_id: int, stored: list[tuple], ne
         elif old != row:
             differ = tuple(i for i in _UPDATABLE if old[i] != row[i])
             changed.setdefault(differ, []).append((*(row[i] for i in differ), view_id, row[_SORT], row[_ID]))
-    gone = [(view_id, sort_key, row_id) for sort_key, row_id in before]
-    _execute_many(connection, "DELETE FROM merged_rows WHERE view_id = {m} AND sort_key = {m} AND id = {m}", gone)
     for differ, params in changed.items():
         assignments = ", ".join(f"{COLUMNS[i]} = {{m}}" for i in differ)
         _execute_many(connection, f"UPDATE merged_rows SET {assignments} WHERE view_id = {{m}} AND sort_key = {{m}} AND id = {{m}}", params)
-    return len(gone), insert_rows(connection, COLUMNS, iter(inserts))
+    # Each moved row's delete beside its insert (by row id), then the rest.
+    gone = [(view_id, sort_key, row_id) for sort_key, row_id in before]
+    gone_of = {key[2]: key for key in gone}
+    moved = [row for row in inserts if row[_ID] in gone_of]
+    rest = [row for row in inserts if row[_ID] not in gone_of]
+    deleted: set[tuple] = set()
+    for start in range(0, len(moved), _MOVES):
+        chunk = moved[start : start + _MOVES]
+        keys = list(dict.fromkeys(gone_of[row[_ID]] for row in chunk))
+        deleted.update(keys)
+        _execute_many(connection, _DELETE, keys)
+        insert_rows(connection, COLUMNS, iter(chunk))
+    _execute_many(connection, _DELETE, [key for key in gone if key not in deleted])
+    return len(gone), len(moved) + insert_rows(connection, COLUMNS, iter(rest))
+
+
+_DELETE = "DELETE FROM merged_rows WHERE view_id = {m} AND sort_key = {m} AND id = {m}"
+#: Moved rows written at a time, deletes then inserts (`_write_changes`): ~14 page
+#: touches a row, well inside a 16 MiB page cache (4,096 pages).
+_MOVES = 100
 
 
 #: Positions in `COLUMNS` of the primary key's row parts, and of the columns an update may set.
