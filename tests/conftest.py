@@ -9,6 +9,7 @@ second run; under `CI=true` it is a failure.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import uuid
 from pathlib import Path
@@ -38,6 +39,16 @@ def pytest_collection_modifyitems(config, items) -> None:
         if item.nodeid.startswith(LONG_TESTS) or item.get_closest_marker("slow") or item.get_closest_marker("browser")
     }
     items.sort(key=lambda item: item.nodeid.split("::")[0] not in long_files)
+
+
+@pytest.fixture(autouse=True)
+def collector_unfrozen() -> Iterator[None]:
+    """A test that starts the explorer in this process freezes the objects it holds
+    then (`cli.serve.settle_objects`, as a server process does): afterwards they are
+    the collector's again, so that no later test keeps an earlier one's garbage."""
+    yield
+    if gc.get_freeze_count():
+        gc.unfreeze()
 
 
 def need_service(name: str, error: Exception) -> None:
