@@ -28,11 +28,11 @@ def garbage_cycle(freed: list[str], name: str) -> None:
 @pytest.fixture
 def collector():
     """No automatic collection during the test (the counts below are the test's own);
-    the process's collector as it was afterwards."""
+    the process's collector as it was afterwards (its frozen objects are given back by
+    `tests/conftest.py::collector_unfrozen`, as after every test)."""
     was_enabled = gc.isenabled()
     gc.disable()
     yield
-    gc.unfreeze()
     if was_enabled:
         gc.enable()
 
