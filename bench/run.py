@@ -35,6 +35,8 @@ import dataclasses
 import datetime as dt
 import os
 import platform
+import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -103,7 +105,47 @@ def machine() -> str:
             model = line.split(":", 1)[1].strip()
             break
     load = os.getloadavg()[0]
-    return f"{os.cpu_count()} cores (nproc), {memory:.1f} GiB memory, {model}; load average {load:.2f} at the start"
+    return (f"{os.cpu_count()} cores (nproc), {memory:.1f} GiB memory, {model}; load average {load:.2f} at the start; "
+            f"{speed()}")
+
+
+def speed() -> str:
+    """How fast this machine is at the moment, in fixed tasks, so that a run's figures
+    can be set beside another run's: on this kind of machine the same code's figures
+    have moved by 15% from hour to hour, and by two to three times from one session's
+    machine to the next (2026-11-28: the daily update at 1,000,000 records took 1.7-2.7 s
+    in one session and 5.2-7.6 s in the next on the same code; building the 7 buyers'
+    views 186-241 s against 555 s). The tasks, each the median of three rounds, ~1 s in
+    all: a Python loop of 5,000,000 additions (the interpreter: most of a page's and a
+    merge's time); 20,000 reads and 20,000 writes of 4 KiB at random places of a 64 MiB
+    file in the page cache (a system call each, as SQLite reads and writes its pages: a
+    daily update at 1,000,000 records makes ~300,000 and ~250,000 of them). On the slow
+    machine of that evening the loop took 190-330 ms, a read 1.7-2.5 µs and a write
+    9.6-15.3 µs."""
+    def loop() -> float:
+        start, total = time.perf_counter(), 0
+        for i in range(5_000_000):
+            total += i
+        return time.perf_counter() - start
+
+    with tempfile.TemporaryFile() as file:
+        block = os.urandom(1 << 20)
+        for _ in range(64):
+            file.write(block)
+        file.flush()
+        places = [random.randrange(64 * 256) * 4096 for _ in range(20_000)]
+
+        def calls(call, data) -> float:
+            start = time.perf_counter()
+            for place in places:
+                call(file.fileno(), data, place)
+            return (time.perf_counter() - start) / len(places)
+
+        loops = statistics.median(loop() for _ in range(3))
+        read = statistics.median(calls(os.pread, 4096) for _ in range(3))
+        write = statistics.median(calls(os.pwrite, block[:4096]) for _ in range(3))
+    return (f"speed: a Python loop of 5M additions {loops * 1000:,.0f} ms, a 4 KiB read {read * 1e6:.1f} µs and "
+            f"write {write * 1e6:.1f} µs in the page cache")
 
 
 def versions() -> str:

@@ -262,9 +262,11 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     parser.add_argument("--redis", default=REDIS, help="Redis for the rate limits")
     parser.add_argument("--json", type=Path, help="write every pass's figures here")
     args = parser.parse_args(argv)
+    from run import machine
+
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    say(f"{os.cpu_count()} cores, load {load_text()}; {args.records:,} records, {args.queries:,} questions a pass, "
-        f"{args.rounds} rounds, {CLIENTS} connections")
+    where = machine()
+    say(f"{where}; {args.records:,} records, {args.queries:,} questions a pass, {args.rounds} rounds, {CLIENTS} connections")
     passes: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="lineups-scaling-") as tmp, fresh_schema(args.pg) as schema:
         folder = Path(tmp)
@@ -297,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
           flush=True)
     if args.json:
         args.json.write_text(json.dumps({
-            "started": started, "records": dataset.records, "views_s": views_s, "kept": kept,
+            "started": started, "machine": where, "records": dataset.records, "views_s": views_s, "kept": kept,
             "passes": passes, "one": one, "two": two, "ratio": ratio, "round_ratios": rounds,
         }, indent=1, default=str) + "\n")
     return 0

@@ -6,6 +6,7 @@ step of it still taken."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,9 @@ def test_the_quick_benchmark_writes_its_report(tmp_path):
     report = out.read_text(encoding="utf-8")
     assert "| section | figure | median | min | max |" in report
     assert "(quick mode)" in report
+    # The machine's speed beside the figures (`run.speed`): runs on machines two to
+    # three times apart in speed are compared by it.
+    assert re.search(r"a Python loop of 5M additions [\d,]+ ms, a 4 KiB read [\d.]+ µs and write [\d.]+ µs", report)
     assert out.with_suffix(".png").stat().st_size > 10_000  # the chart
     figures = {f["id"]: f for f in json.loads(out.with_suffix(".json").read_text())["figures"]}
     for measured in ("mixed.rate", "mixed.p99", "mixed.rss", "mixed.subscription", "mixed.subscription.delay",
