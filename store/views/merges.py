@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 import pandas as pd
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from store.database.schema import Feed, MergedView, Record
+from store.database.schema import MergedView, Record
 from store.merging import columns, merge
 from store.merging.records import identity_rows, load_records, load_records_where, name_ports, names_carried
 from store.merging.resolve import Identities
@@ -42,11 +41,9 @@ class Merges:
         self._parts: list[pd.DataFrame] = []
         self._lookups: dict[str, dict[str, list[tuple]]] = {}
         #: name key -> {IMO key: bit mask of the feeds that give it (`_bit`)}, from the
-        #: `identity_rows` lookups; feed masks -> their feeds' sorted names
+        #: `identity_rows` lookups
         self._identity_index: dict[str, dict[str, int]] = {}
         self._bits: dict[str, int] = {}
-        self._masks: dict[int, tuple[str, ...]] = {}
-        self._feed_names: dict[str, str] | None = None
 
     def rows(
         self, view: MergedView, pairs: frozenset[Pair] | None = None, identities: Identities | None = None,
@@ -129,14 +126,13 @@ class Merges:
 
     def _identities(self, feed_ids: Sequence[str], names: Iterable[str]) -> Identities:
         """Rule 1's identities among the served records of `feed_ids` of the name keys
-        `names` (as `store.merging.records.load_identities`). The rows read for a name
-        (one per IMO number and feed: ~160 a name in the bench's daily update) are
-        kept once per transaction as {IMO key: a bit mask of the feeds}, so that each
-        view keeps its feeds of a (name, IMO) entry with one AND: the bench's names
-        carry up to 46 IMO numbers, and a daily update's views went over ~29,000
-        entries each (as sets of feeds, ~0.2 s of the update)."""
-        if self._feed_names is None:
-            self._feed_names = dict(self.session.execute(select(Feed.id, Feed.name)).all())
+        `names` (as `store.merging.records.load_identities`, without the names of the
+        feeds that give each IMO number: only provenance shows those, and it reads its
+        own). The rows read for a name (one per IMO number and feed: ~160 a name in
+        the bench's daily update) are kept once per transaction as {IMO key: a bit mask
+        of the feeds}, so that each view keeps its feeds of a (name, IMO) entry with one
+        AND: the bench's names carry up to 46 IMO numbers, and a daily update's views
+        went over ~29,000 entries each (as sets of feeds, ~0.2 s of the update)."""
         names = set(names)
         cache = self._read(identity_rows, feed_ids, names)
         for name in names - self._identity_index.keys():
@@ -149,12 +145,10 @@ class Merges:
         for feed_id in feed_ids:
             wanted |= self._bit(feed_id)
         out: dict[str, dict[str, tuple[str, ...]]] = {}
-        masks = self._masks
         for name in names:
-            for imo, feeds in self._identity_index[name].items():
-                given = feeds & wanted
-                if given:
-                    out.setdefault(name, {})[imo] = masks.get(given) or self._feed_names_of(given)
+            given = {imo: () for imo, feeds in self._identity_index[name].items() if feeds & wanted}
+            if given:
+                out[name] = given
         return Identities(out)
 
     def _bit(self, feed_id: str) -> int:
@@ -163,13 +157,6 @@ class Merges:
         if bit is None:
             bit = self._bits[feed_id] = 1 << len(self._bits)
         return bit
-
-    def _feed_names_of(self, mask: int) -> tuple[str, ...]:
-        """The sorted names of the feeds whose bits `mask` holds."""
-        names = self._masks.get(mask)
-        if names is None:
-            names = self._masks[mask] = tuple(sorted(self._feed_names[f] for f, bit in self._bits.items() if mask & bit))
-        return names
 
     def _name_ports(self, feed_ids: Sequence[str], names: Iterable[str]) -> dict[str, set[str]]:
         """{name key: the ports where the feeds have served records under that key}."""
