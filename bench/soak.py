@@ -271,16 +271,20 @@ def percentiles(ms: list[float]) -> dict:
 
 
 async def run_load(base_url: str, plan: Plan, clients: int, seconds: float, seed: int = 1,
-                   stop: threading.Event | None = None, timeout: float = 30.0) -> LoadReport:
+                   stop: threading.Event | None = None, timeout: float = 30.0,
+                   started: float | None = None) -> LoadReport:
     """`clients` concurrent clients on `base_url` (127.0.0.1 only) for `seconds` (or
-    until `stop` is set); every response checked with `check`."""
+    until `stop` is set); every response checked with `check`. The outcomes' times
+    count from `started` (a `time.monotonic()`; default when the load begins), so that
+    a caller that acts during the load (kills a worker) can place its acts on the
+    outcomes' clock."""
     from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
     if urlsplit(base_url).hostname != "127.0.0.1":
         raise ValueError("the load only ever targets 127.0.0.1")
     http = AsyncHTTPClient(force_instance=True, max_clients=clients)
     outcomes: list[Outcome] = []
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     deadline = started + seconds
 
     async def one(client: Client) -> None:

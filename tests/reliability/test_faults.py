@@ -9,8 +9,9 @@ is killed; every response stays one the contract allows.
   admitted across both processes. (That each process then counts alone, exactly,
   is tests/production/test_shared_limits.py.)
 - A worker killed with SIGKILL: only requests that the dead worker was answering at
-  that moment may fail (no response); the worker is replaced and every other
-  response is within the contract.
+  that moment, or that the kernel queued on its socket until the dying process closed
+  it (cli/listening.py), may fail (no response); the worker is replaced and every
+  other response is within the contract.
 
 PostgreSQL restarted under load (4 clients during a 2 s outage, every answer the
 contract's 500 or the right rows) is tests/production/test_database_restart.py.
@@ -30,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
+from cli.listening import migrates_queued_connections, reuse_port_balances
 from store.access import accounts
 from store.database.db import transaction
 from tests.reliability.conftest import SECRET
@@ -49,7 +51,9 @@ class Load:
         self._thread.start()
 
     def _run(self, soak, base_url, plan, seconds) -> None:
-        self.report = asyncio.run(soak.run_load(base_url, plan, CLIENTS, seconds, seed=3))
+        # On `at()`'s clock: counted from when the load's thread began its setup, the
+        # outcomes' times lagged it by the setup (tens of ms on a slow machine).
+        self.report = asyncio.run(soak.run_load(base_url, plan, CLIENTS, seconds, seed=3, started=self.started))
 
     def at(self) -> float:
         """Seconds since the load started (the outcomes' clock)."""
@@ -117,21 +121,35 @@ def test_a_worker_killed_under_load(demo_store, served, sessions, soak):
     time.sleep(4)
     os.kill(victim, signal.SIGKILL)
     killed = load.at()
+    reaped = f"(pid {victim}) was killed by SIGKILL; replacing it"
+    while reaped not in server.log() and load.at() < killed + 10:
+        time.sleep(0.01)
+    gone = load.at()  # the parent has reaped the victim: its socket is closed
     report = load.join()
+    assert reaped in server.log()
 
-    def in_flight_at_the_kill(outcome) -> bool:
-        """A request the dead worker may have been answering: begun before the kill,
-        given up (no response) after it."""
-        return outcome.status == 599 and outcome.began <= killed + 0.05 <= outcome.began + outcome.ms / 1000 + 0.05
+    # A request the victim was answering when it was killed has no response. With a
+    # socket per worker, so has a connection that the kernel queued on the victim's
+    # socket until that socket closed, which is only once the dying process has
+    # released its memory (some tens of ms after the signal, more on a slow machine),
+    # unless the kernel hands it to the other worker (net.ipv4.tcp_migrate_req = 1;
+    # cli/listening.py, tests/production/test_workers.py). Never a request begun after
+    # the victim was reaped, and never a wrong answer.
+    until = gone if reuse_port_balances() and not migrates_queued_connections() else killed
 
-    lost = [o for o in report.outcomes if in_flight_at_the_kill(o)]
+    def lost_to_the_kill(outcome) -> bool:
+        """No response, to a request begun before the victim's socket closed and
+        given up after the kill."""
+        ended = outcome.began + outcome.ms / 1000
+        return outcome.status == 599 and outcome.began <= until + 0.05 and ended >= killed - 0.05
+
+    lost = [o for o in report.outcomes if lost_to_the_kill(o)]
     figures = {"before": window(report, soak, 0, killed), "after": window(report, soak, killed, report.seconds),
-               "lost_in_flight": len(lost)}
+               "lost": len(lost), "reaped_after_s": round(gone - killed, 3)}
     print("\n" + json.dumps(figures, indent=1))
-    assert report.violations(ignore=in_flight_at_the_kill) == [], report.violations(ignore=in_flight_at_the_kill)[:5]
-    assert len(lost) <= CLIENTS
+    assert report.violations(ignore=lost_to_the_kill) == [], report.violations(ignore=lost_to_the_kill)[:5]
+    assert gone - killed < 5, "the victim was not reaped in time"
     assert figures["after"]["statuses"].get(200, 0) > 0
-    assert f"(pid {victim}) was killed by SIGKILL; replacing it" in server.log()
     workers = server.workers()
     assert victim not in workers and len(workers) == 2
     assert server.stop() == 0
