@@ -351,12 +351,23 @@ def memory_growth(samples: list[tuple[float, float]], warmup: float) -> dict:
 
 
 def soak(base_url: str, server_pid: int, plan: Plan, clients: int, seconds: float, warmup: float,
-         seed: int = 1) -> dict:
+         seed: int = 1, warmup_responses: int = 0) -> dict:
     """The sustained-load check: the load, its summary after the warm-up, violations
-    (all of them, warm-up included) and the server's memory."""
+    (all of them, warm-up included) and the server's memory. The warm-up lasts
+    `warmup` seconds and, with `warmup_responses`, until that many answers came, but
+    never past half the run: what a server fills while it warms up (its pools,
+    statement caches, the allocator's arenas) fills by the requests it has answered,
+    not by the clock, and a slow machine answered a sixth as many in the same time
+    (a 20 s run of 50 clients: 456 answers, and its memory still growing 10% after a
+    warm-up of 6.7 s)."""
     with RssSampler(server_pid, max(1.0, min(10.0, seconds / 30)), server_rss_mib) as memory:
         report = asyncio.run(run_load(base_url, plan, clients, seconds, seed))
+    if warmup_responses:
+        answered = sorted(o.began + o.ms / 1000 for o in report.outcomes)
+        enough = answered[warmup_responses - 1] if len(answered) >= warmup_responses else report.seconds
+        warmup = max(warmup, min(enough, report.seconds / 2))
     result = report.summary(after=warmup)
+    result["warmup_s"] = round(warmup, 1)
     result["memory"] = memory_growth(memory.samples, warmup)
     result["first_violations"] = [dataclasses.asdict(o) for o in report.violations()[:10]]
     return result

@@ -285,6 +285,24 @@ def bar(page, title: str, index: int = 0) -> dict:
     return page.evaluate(_BAR, [title, index])
 
 
+def until_chart_factors_end_with(page, title: str, suffix: str) -> None:
+    """Wait until every bar of the chart titled `title` has a factor (port or week)
+    ending with `suffix`: the charts follow the rows (their totals are read after
+    them), so a chart read as soon as the row count changed may still be the last
+    filter's, and a click on it lands on a bar that moves."""
+    check = f"""() => {{
+      const views = [];
+      const walk = (v) => {{ if (!v) return; views.push(v); for (const c of (v.child_views || [])) walk(c); }};
+      for (const v of Object.values(Bokeh.index)) walk(v);
+      const plot = views.find(v => v.model && v.model.title && v.model.title.text === {title!r});
+      if (!plot) return false;
+      const data = plot.model.renderers[0].data_source.data;
+      const factors = 'port' in data ? data.port : data.week;
+      return factors.length > 0 && Array.from(factors).every(f => String(f).endsWith({suffix!r}));
+    }}"""
+    page.wait_for_function(check)
+
+
 def tooltip(page, at: dict) -> dict[str, str]:
     """Hover the mouse at `at` and read the chart tooltip shown there: {label: value}."""
     page.mouse.move(at["x"] - 2, at["y"] - 2)

@@ -9,7 +9,9 @@ import datetime as dt
 
 import pytest
 
-from browsing import bar, browser, change_filter, chromium_or_skip, page, served, sign_in, tooltip
+from browsing import (
+    bar, browser, change_filter, chromium_or_skip, page, served, sign_in, tooltip, until_chart_factors_end_with,
+)
 
 pytestmark = pytest.mark.browser
 chromium_or_skip()
@@ -40,7 +42,9 @@ def test_chart_tooltips_give_exact_amounts_and_a_click_on_a_bar_filters(page, se
     expect_text(page, ".row-count", f"Port {code}")
     ports = page.locator(".lineups-table .tabulator-row [tabulator-field=port]")
     expect(ports.filter(has_not_text=code)).to_have_count(0)
-    # A click on a week's bar keeps that week.
+    # A click on a week's bar keeps that week: once the charts show the port's totals
+    # (they follow the rows; a slow machine clicked a week of the charts before).
+    until_chart_factors_end_with(page, "Vessels by status per port", f"({code})")
     week = bar(page, "Quantity by commodity group per week (kt, MT rows)")
     change_filter(page, lambda p: p.mouse.click(week["x"], week["y"]))
     monday = dt.date.fromisoformat(week["factor"])
