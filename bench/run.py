@@ -121,7 +121,7 @@ def speed() -> str:
     file in the page cache (a system call each, as SQLite reads and writes its pages: a
     daily update at 1,000,000 records makes ~300,000 and ~250,000 of them). On the slow
     machine of that evening the loop took 190-330 ms, a read 1.7-2.5 µs and a write
-    9.6-15.3 µs."""
+    5.8-15.3 µs."""
     def loop() -> float:
         start, total = time.perf_counter(), 0
         for i in range(5_000_000):
