@@ -241,14 +241,18 @@ def column_texts(page, field: str) -> list[str]:
     return page.locator(f".lineups-table .tabulator-row [tabulator-field={field}]").all_inner_texts()
 
 
+#: Bokeh's view of the chart titled `title`, or null (a script function).
+_PLOT = """(title) => {
+  const views = [];
+  const walk = (v) => { if (!v) return; views.push(v); for (const c of (v.child_views || [])) walk(c); };
+  for (const v of Object.values(Bokeh.index)) walk(v);
+  return views.find(v => v.model && v.model.title && v.model.title.text === title) || null;
+}"""
 #: The screen position of one bar of a chart (by its title), its factor (week or port),
 #: layer (group or status) and the amount its tooltip shows: from Bokeh's own views,
 #: so that the mouse goes where the bar is drawn.
 _BAR = """([title, index]) => {
-  const views = [];
-  const walk = (v) => { if (!v) return; views.push(v); for (const c of (v.child_views || [])) walk(c); };
-  for (const v of Object.values(Bokeh.index)) walk(v);
-  const plot = views.find(v => v.model && v.model.title && v.model.title.text === title);
+  const plot = (""" + _PLOT + """)(title);
   if (!plot) return null;
   const data = plot.model.renderers[0].data_source.data;
   if (!data.start || data.start.length <= index) return null;
@@ -290,17 +294,17 @@ def until_chart_factors_end_with(page, title: str, suffix: str) -> None:
     ending with `suffix`: the charts follow the rows (their totals are read after
     them), so a chart read as soon as the row count changed may still be the last
     filter's, and a click on it lands on a bar that moves."""
-    check = f"""() => {{
-      const views = [];
-      const walk = (v) => {{ if (!v) return; views.push(v); for (const c of (v.child_views || [])) walk(c); }};
-      for (const v of Object.values(Bokeh.index)) walk(v);
-      const plot = views.find(v => v.model && v.model.title && v.model.title.text === {title!r});
-      if (!plot) return false;
-      const data = plot.model.renderers[0].data_source.data;
-      const factors = 'port' in data ? data.port : data.week;
-      return factors.length > 0 && Array.from(factors).every(f => String(f).endsWith({suffix!r}));
-    }}"""
-    page.wait_for_function(check)
+    page.wait_for_function(_FACTORS_END_WITH, arg=[title, suffix])
+
+
+#: Whether every bar of the chart titled `title` has a factor ending with `suffix`.
+_FACTORS_END_WITH = """([title, suffix]) => {
+  const plot = (""" + _PLOT + """)(title);
+  if (!plot) return false;
+  const data = plot.model.renderers[0].data_source.data;
+  const factors = 'port' in data ? data.port : data.week;
+  return factors.length > 0 && Array.from(factors).every(f => String(f).endsWith(suffix));
+}"""
 
 
 def tooltip(page, at: dict) -> dict[str, str]:
