@@ -231,6 +231,11 @@ class Outcome:
     ms: float
     problem: str | None
 
+    @property
+    def ended(self) -> float:
+        """Seconds since the load started when the answer came (or none did)."""
+        return self.began + self.ms / 1000
+
 
 @dataclasses.dataclass
 class LoadReport:
@@ -363,7 +368,7 @@ def soak(base_url: str, server_pid: int, plan: Plan, clients: int, seconds: floa
     with RssSampler(server_pid, max(1.0, min(10.0, seconds / 30)), server_rss_mib) as memory:
         report = asyncio.run(run_load(base_url, plan, clients, seconds, seed))
     if warmup_responses:
-        answered = sorted(o.began + o.ms / 1000 for o in report.outcomes)
+        answered = sorted(o.ended for o in report.outcomes)
         enough = answered[warmup_responses - 1] if len(answered) >= warmup_responses else report.seconds
         warmup = max(warmup, min(enough, report.seconds / 2))
     result = report.summary(after=warmup)

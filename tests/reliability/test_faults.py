@@ -140,8 +140,7 @@ def test_a_worker_killed_under_load(demo_store, served, sessions, soak):
     def lost_to_the_kill(outcome) -> bool:
         """No response, to a request begun before the victim's socket closed and
         given up after the kill."""
-        ended = outcome.began + outcome.ms / 1000
-        return outcome.status == 599 and outcome.began <= until + 0.05 and ended >= killed - 0.05
+        return outcome.status == 599 and outcome.began <= until + 0.05 and outcome.ended >= killed - 0.05
 
     lost = [o for o in report.outcomes if lost_to_the_kill(o)]
     figures = {"before": window(report, soak, 0, killed), "after": window(report, soak, killed, report.seconds),
