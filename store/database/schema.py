@@ -228,8 +228,6 @@ class MergedView(Base):
     #: it has held: bounds the index range of a date filter (C3).
     max_span: Mapped[int] = mapped_column(BigInteger, default=0)
     row_count: Mapped[int] = mapped_column(Integer, default=0)
-    #: Set while a process builds or refreshes it (single flight across processes).
-    claimed_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
     built_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
     #: When no buyer could read it any longer; it is dropped after the retention.
     unused_since: Mapped[dt.datetime | None] = mapped_column(DateTime)

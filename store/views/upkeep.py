@@ -30,9 +30,10 @@ Who does the work, single flight across processes:
   or the new ones, never a mix, and never a view behind the records (a view no buyer
   can read is brought up to date when it is read again, from the change log);
 - a reader that finds its view missing or behind calls `ensure`: the first process
-  claims the view in the database (`claimed_at`), builds it in one transaction and
-  releases it; the others wait for it. A claim older than `CLAIM_TIMEOUT_S` (a
-  process that died) is taken over;
+  to hold the view builds it in one transaction that holds it throughout (a lock:
+  PostgreSQL's on the view's row, SQLite's write lock; `_hold`), and the others wait
+  for it. A process that dies in the middle of a build holds nothing any longer: its
+  transaction ends with its connection, and the next reader builds the view at once;
 - a subscription change builds the views of the feed set the buyer will see before
   it commits (`ensure_feeds`, `feeds_after`), so that it takes effect with its views
   ready and the buyer's next page is read, not merged; a buyer resumed, likewise
@@ -45,6 +46,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
+import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -55,7 +57,7 @@ from sqlalchemy.orm import aliased
 from sqlalchemy.orm import Session, sessionmaker
 
 from store.access.accounts import ENTITLED
-from store.database.db import sqlite_page_cache, transaction
+from store.database.db import SQLITE_BUSY_S, sqlite_page_cache, transaction
 from store.fields import utcnow
 from store.merging.merge_plan import NAT, nanos
 from store.merging.resolve import Identities
@@ -70,8 +72,9 @@ MODES = ("all", "by_source")
 LISTED_PAIRS = 20_000
 #: Above this share of a view's rows to merge again, a fresh merge is the cheaper way.
 INCREMENTAL_SHARE = 0.25
-#: A claim this old belongs to a process that died: another may take the view over.
-CLAIM_TIMEOUT_S = 600.0
+#: Seconds a reader waits for another process's hold on a view at a time, between
+#: looks at whether that process has brought the view up to date.
+HOLD_WAIT_S = 1.0
 #: How long a reader waits for another process's build before giving up.
 WAIT_S = 300.0
 #: Views no buyer can read are dropped this long after they became unused.
@@ -194,8 +197,8 @@ def _wanted_versions(session: Session, mode: str, feed_ids: Sequence[str]) -> di
 def _bring_up_to_date(session: Session, view: MergedView, merges: Merges | None = None) -> str:
     """Make `view` reflect its feeds' current records, in `session`'s transaction;
     returns what was done ("current", "incremental", "derived": a new view started
-    as a copy of a near one, or "full"). The caller holds the
-    view (a claim, or the ingest's row lock); `merges` shares loads and merges
+    as a copy of a near one, or "full"). The caller's transaction
+    holds the view (`_hold`, or the ingest's row lock); `merges` shares loads and merges
     between the views of one transaction. An incremental update keeps the caller's
     page cache (an ingest's, sized by its file); a view written whole, or started as
     a copy, takes SQLite's large one (`sqlite_page_cache`)."""
@@ -454,63 +457,82 @@ def ensure(sessions: sessionmaker[Session], key: ViewKey, wait: float = WAIT_S) 
     process holds the view for longer than `wait` seconds."""
     deadline = time.monotonic() + wait
     while True:
-        view_id, claimed = _claim(sessions, key)
-        if claimed:
-            return _build(sessions, view_id)
-        if view_id is not None and _is_current(sessions, view_id):
+        view_id = _find_or_add(sessions, key)
+        if _is_current(sessions, view_id):
+            return view_id
+        if _build(sessions, view_id, min(HOLD_WAIT_S, max(deadline - time.monotonic(), 0.0))):
             return view_id
         if time.monotonic() > deadline:
             raise TimeoutError(f"the {key.describe()} is still being built by another process")
         time.sleep(0.05)
 
 
-def _claim(sessions: sessionmaker[Session], key: ViewKey) -> tuple[int | None, bool]:
-    """`(view id, whether this process now holds it)`: a missing view is made and
-    claimed; a view that is behind is claimed unless another process holds it."""
-    now = _now()
-    stale = now - dt.timedelta(seconds=CLAIM_TIMEOUT_S)
+def _find_or_add(sessions: sessionmaker[Session], key: ViewKey) -> int:
+    """The id of the view `key`; a missing one is added, empty (`building`), for
+    whichever process holds it first to build."""
+    with transaction(sessions) as session:
+        found = session.scalar(select(MergedView.id).where(MergedView.mode == key.mode, MergedView.feed_set == key.feed_set))
+        if found is not None:
+            return found
     try:
         with transaction(sessions) as session:
-            view = session.scalar(select(MergedView).where(MergedView.mode == key.mode, MergedView.feed_set == key.feed_set))
-            if view is None:
-                view = MergedView(
-                    mode=key.mode, feed_set=key.feed_set, feeds=list(key.feeds), versions={}, state="building",
-                    max_span=0, row_count=0, claimed_at=now,
-                )
-                session.add(view)
-                session.flush()
-                return view.id, True
-            if view.state == "ready" and view.versions == _wanted_versions(session, view.mode, view.feeds):
-                return view.id, False
-            taken = session.execute(
-                update(MergedView)
-                .where(MergedView.id == view.id)
-                .where((MergedView.claimed_at.is_(None)) | (MergedView.claimed_at < stale))
-                .values(claimed_at=now, unused_since=None)
-            ).rowcount
-            return view.id, bool(taken)
-    except sa_exc.IntegrityError:  # another process made it first: wait for that one
-        return None, False
+            view = MergedView(
+                mode=key.mode, feed_set=key.feed_set, feeds=list(key.feeds), versions={}, state="building",
+                max_span=0, row_count=0,
+            )
+            session.add(view)
+            session.flush()
+            return view.id
+    except sa_exc.IntegrityError:  # another process added it in between
+        with transaction(sessions) as session:
+            return session.scalar(select(MergedView.id).where(MergedView.mode == key.mode, MergedView.feed_set == key.feed_set))
 
 
-def _build(sessions: sessionmaker[Session], view_id: int) -> int:
+def _build(sessions: sessionmaker[Session], view_id: int, wait: float) -> bool:
+    """Bring the view up to date in one transaction that holds it (`_hold`); False,
+    having done nothing, when another process held it for `wait` seconds."""
     started = time.perf_counter()
+    with transaction(sessions) as session:
+        if not _hold(session, view_id, wait):
+            return False
+        view = session.get(MergedView, view_id, populate_existing=True)
+        with sqlite_page_cache(session):
+            how = _bring_up_to_date(session, view)
+        rows = view.row_count
+    log.info("View %d (%s) brought up to date (%s): %d rows in %.2f s", view_id, view.mode, how, rows, time.perf_counter() - started)
+    return True
+
+
+def _hold(session: Session, view_id: int, wait: float) -> bool:
+    """Take the view for the rest of `session`'s transaction (single flight across
+    processes): PostgreSQL's lock of its row, SQLite's one write lock. A lock, not a
+    mark in the row: the database drops it when the transaction ends, and so when the
+    process holding it dies, and the next reader builds the view at once. False when
+    another transaction held it for `wait` seconds (a build, or an ingest bringing
+    the view up to date).
+
+    On SQLite the first statement writes, so that the lock is taken before anything
+    is read and no ingest commits in between; on PostgreSQL the row's lock is tried
+    again every 50 ms (`ensure`) rather than waited for, as a statement waiting on it
+    would meet the statement timeout during a long build."""
+    in_use = update(MergedView).where(MergedView.id == view_id).values(unused_since=None)
+    if session.get_bind().dialect.name != "sqlite":
+        held = session.scalar(select(MergedView.id).where(MergedView.id == view_id).with_for_update(skip_locked=True))
+        if held is None:
+            return False
+        session.execute(in_use)
+        return True
+    connection = session.connection()
+    connection.exec_driver_sql(f"PRAGMA busy_timeout = {int(wait * 1000)}")
     try:
-        with transaction(sessions) as session:
-            # The first statement writes: on SQLite it takes the write lock before
-            # the records are read, so that no ingest commits in between.
-            session.execute(update(MergedView).where(MergedView.id == view_id).values(claimed_at=_now()))
-            view = session.get(MergedView, view_id, with_for_update=True, populate_existing=True)
-            with sqlite_page_cache(session):
-                how = _bring_up_to_date(session, view)
-            view.claimed_at = None
-            rows = view.row_count
-        log.info("View %d (%s) brought up to date (%s): %d rows in %.2f s", view_id, view.mode, how, rows, time.perf_counter() - started)
-    except BaseException:
-        with transaction(sessions) as session:
-            session.execute(update(MergedView).where(MergedView.id == view_id).values(claimed_at=None))
-        raise
-    return view_id
+        session.execute(in_use)
+    except sa_exc.OperationalError as error:
+        if getattr(error.orig, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY:
+            raise
+        return False
+    finally:
+        connection.exec_driver_sql(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_S * 1000)}")
+    return True
 
 
 def _is_current(sessions: sessionmaker[Session], view_id: int) -> bool:
@@ -577,13 +599,14 @@ def prune(session: Session, retention: dt.timedelta = RETENTION) -> int:
     if single:
         in_use.add(BY_SOURCE.feed_set)
     now, dropped = _now(), 0
-    for view in session.scalars(select(MergedView)):
+    # A view that another transaction holds (a build: it is in use) is left alone.
+    for view in session.scalars(select(MergedView).with_for_update(skip_locked=True)):
         used = view.feed_set in in_use
         if used:
             view.unused_since = None
         elif view.unused_since is None:
             view.unused_since = now
-        elif now - view.unused_since >= retention and view.claimed_at is None:
+        elif now - view.unused_since >= retention:
             session.execute(delete(MergedRow).where(MergedRow.view_id == view.id))
             session.delete(view)
             dropped += 1

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import subprocess
+import sys
 import threading
+import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -32,6 +36,7 @@ from store.reference.taxonomy import default_taxonomy
 from store.views import merges, stored, upkeep
 from store.views.lineups import Lineups
 
+ROOT = Path(__file__).resolve().parents[2]
 PORTS = ("NLRTM", "BEANR", "BRSSZ")
 COMMODITIES = ("Soybeans", "wheat", "steam coal", "Iron ore fines", "mystery cargo")
 COMPANIES = (None, "Acme Trading", "Beta Grains")
@@ -381,32 +386,53 @@ def test_a_view_is_built_once_when_many_readers_ask_at_once(sessions, monkeypatc
     assert builds == [results[0]]
 
 
-def test_a_view_claimed_by_a_process_that_died_is_taken_over(sessions):
+#: A process that builds a view and stops in the middle of the build (as one killed
+#: there would), holding whatever the build holds: it says "building" and waits.
+_PAUSED_BUILDER = """
+import sys, time
+from store.database.db import make_engine, make_sessionmaker
+from store.views import upkeep
+url, schema, mode, feeds = sys.argv[1], sys.argv[2] or None, sys.argv[3], sys.argv[4].split(",")
+
+def paused(session, view, merges=None):
+    print("building", flush=True)
+    time.sleep(600)
+
+upkeep._bring_up_to_date = paused
+upkeep.ensure(make_sessionmaker(make_engine(url, schema=schema)), upkeep.ViewKey.of(mode, feeds))
+"""
+
+
+def test_a_view_whose_builder_was_killed_is_built_by_the_next_reader_at_once(sessions, store_settings):
+    """A reader waits for a build in another process, and gives up after its wait;
+    once that process is killed in the middle of its build (a worker killed under
+    load), the next reader builds the view at once: the build's hold on a view dies
+    with the process (its database transaction), not after a timeout."""
     with transaction(sessions) as session:
         payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
         feed_ids = [f.id for f in accounts.entitled_feeds(session, payload["buyer_id"])]
     key = upkeep.ViewKey.of("all", feed_ids)
-    long_ago = dt.datetime(2020, 1, 1)
-    with transaction(sessions) as session:
-        session.add(MergedView(mode="all", feed_set=key.feed_set, feeds=list(key.feeds), versions={}, state="building",
-                               max_span=0, row_count=0, claimed_at=long_ago))
-    view_id = upkeep.ensure(sessions, key, wait=30)
+    builder = subprocess.Popen(
+        [sys.executable, "-c", _PAUSED_BUILDER, store_settings.db_url, store_settings.db_schema or "", key.mode,
+         ",".join(key.feeds)],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert builder.stdout.readline().strip() == "building"
+        began = time.monotonic()
+        with pytest.raises(TimeoutError):
+            upkeep.ensure(sessions, key, wait=0.5)
+        assert time.monotonic() - began < 5  # the wait is the reader's, not a lock's
+    finally:
+        builder.kill()
+        builder.wait(10)
+    began = time.monotonic()
+    view_id = upkeep.ensure(sessions, key, wait=10)
+    assert time.monotonic() - began < 10
     with transaction(sessions) as session:
         view = session.get(MergedView, view_id)
-        assert view.state == "ready" and view.claimed_at is None and view.row_count > 0
+        assert view.state == "ready" and view.row_count > 0
         assert session.scalar(select(func.count()).select_from(MergedRow).where(MergedRow.view_id == view_id)) == view.row_count
-
-
-def test_a_reader_waits_for_a_build_in_progress_and_gives_up_after_its_wait(sessions):
-    with transaction(sessions) as session:
-        payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
-        feed_ids = [f.id for f in accounts.entitled_feeds(session, payload["buyer_id"])]
-    key = upkeep.ViewKey.of("all", feed_ids)
-    with transaction(sessions) as session:  # another process is building it, right now
-        session.add(MergedView(mode="all", feed_set=key.feed_set, feeds=list(key.feeds), versions={}, state="building",
-                               max_span=0, row_count=0, claimed_at=dt.datetime.utcnow()))
-    with pytest.raises(TimeoutError):
-        upkeep.ensure(sessions, key, wait=0.3)
 
 
 def test_views_no_buyer_can_read_are_dropped_after_the_retention(sessions):
