@@ -496,6 +496,8 @@ def _build(sessions: sessionmaker[Session], view_id: int, wait: float) -> bool:
         if not _hold(session, view_id, wait):
             return False
         view = session.get(MergedView, view_id, populate_existing=True)
+        if view is None:  # dropped meanwhile (`prune`): `ensure` adds it again
+            return False
         with sqlite_page_cache(session):
             how = _bring_up_to_date(session, view)
         rows = view.row_count
