@@ -529,7 +529,8 @@ def _hold(session: Session, view_id: int, wait: float) -> bool:
     try:
         session.execute(in_use)
     except sa_exc.OperationalError as error:
-        if getattr(error.orig, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY:
+        # SQLITE_BUSY, or one of its extended codes (a recovery of the log under way)
+        if getattr(error.orig, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_BUSY:
             raise
         return False
     finally:
