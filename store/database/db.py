@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from sqlalchemy import Engine, create_engine, event, exc as sa_exc, func, insert, select, text
@@ -295,25 +295,37 @@ def load_ports(engine: Engine) -> None:
             connection.execute(insert(Port), rows)
 
 
-@contextmanager
-def sqlite_page_cache(session: Session, mib: int = 256) -> Iterator[None]:
+def sqlite_page_cache(session: Session, mib: int = 256) -> AbstractContextManager[None]:
     """On SQLite, a page cache of `mib` for the writes of a large transaction (an
     ingest, a view build: every index is written all over, and the default 2 MiB makes
     SQLite read the same pages again and again; a 1,000,000-record ingest into a fresh
     store, 21,400 → 31,600 rows/s), back to what it was after, so that pooled
     connections stay small (nested, the outer one's size)."""
+    return _sqlite_setting(session, "cache_size", -mib * 1024)
+
+
+def sqlite_busy_timeout(session: Session, seconds: float) -> AbstractContextManager[None]:
+    """On SQLite, a statement waits at most `seconds` for another connection's write
+    lock (`SQLITE_BUSY_S` otherwise), back to what it was after."""
+    return _sqlite_setting(session, "busy_timeout", int(seconds * 1000))
+
+
+@contextmanager
+def _sqlite_setting(session: Session, pragma: str, value: int) -> Iterator[None]:
+    """On SQLite, the connection's `pragma` at `value` for the block, and back to what
+    it was after; nothing elsewhere."""
     if session.connection().dialect.name != "sqlite":
         yield
         return
-    before = int(session.execute(text("PRAGMA cache_size")).scalar_one())
-    session.execute(text(f"PRAGMA cache_size = -{mib * 1024}"))
+    before = int(session.execute(text(f"PRAGMA {pragma}")).scalar_one())
+    session.execute(text(f"PRAGMA {pragma} = {value}"))
     try:
         yield
     finally:
         try:
-            session.execute(text(f"PRAGMA cache_size = {before}"))
+            session.execute(text(f"PRAGMA {pragma} = {before}"))
         except sa_exc.SQLAlchemyError:  # the transaction failed: its own error is the one raised
-            log.debug("cache_size not restored after a failed transaction", exc_info=True)
+            log.debug("%s not restored after a failed transaction", pragma, exc_info=True)
 
 
 @contextmanager

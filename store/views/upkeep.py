@@ -57,7 +57,7 @@ from sqlalchemy.orm import aliased
 from sqlalchemy.orm import Session, sessionmaker
 
 from store.access.accounts import ENTITLED
-from store.database.db import SQLITE_BUSY_S, sqlite_page_cache, transaction
+from store.database.db import sqlite_busy_timeout, sqlite_page_cache, transaction
 from store.fields import utcnow
 from store.merging.merge_plan import NAT, nanos
 from store.merging.resolve import Identities
@@ -470,8 +470,9 @@ def ensure(sessions: sessionmaker[Session], key: ViewKey, wait: float = WAIT_S) 
 def _find_or_add(sessions: sessionmaker[Session], key: ViewKey) -> int:
     """The id of the view `key`; a missing one is added, empty (`building`), for
     whichever process holds it first to build."""
+    find = select(MergedView.id).where(MergedView.mode == key.mode, MergedView.feed_set == key.feed_set)
     with transaction(sessions) as session:
-        found = session.scalar(select(MergedView.id).where(MergedView.mode == key.mode, MergedView.feed_set == key.feed_set))
+        found = session.scalar(find)
         if found is not None:
             return found
     try:
@@ -485,7 +486,7 @@ def _find_or_add(sessions: sessionmaker[Session], key: ViewKey) -> int:
             return view.id
     except sa_exc.IntegrityError:  # another process added it in between
         with transaction(sessions) as session:
-            return session.scalar(select(MergedView.id).where(MergedView.mode == key.mode, MergedView.feed_set == key.feed_set))
+            return session.scalar(find)
 
 
 def _build(sessions: sessionmaker[Session], view_id: int, wait: float) -> bool:
@@ -524,17 +525,14 @@ def _hold(session: Session, view_id: int, wait: float) -> bool:
             return False
         session.execute(in_use)
         return True
-    connection = session.connection()
-    connection.exec_driver_sql(f"PRAGMA busy_timeout = {int(wait * 1000)}")
     try:
-        session.execute(in_use)
+        with sqlite_busy_timeout(session, wait):
+            session.execute(in_use)
     except sa_exc.OperationalError as error:
         # SQLITE_BUSY, or one of its extended codes (a recovery of the log under way)
         if getattr(error.orig, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_BUSY:
             raise
         return False
-    finally:
-        connection.exec_driver_sql(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_S * 1000)}")
     return True
 
 
