@@ -37,6 +37,7 @@ from api.redaction import redact
 from api.ratelimit import Hit
 from store.access import accounts
 from store.access.accounts import FeedVersion
+from store.views.lineups import patiently
 from store.errors import (
     Forbidden,
     InternalError,
@@ -230,8 +231,12 @@ class BaseHandler(RequestHandler):
                  redact(self.request.path), sent, why, self.request_id)
 
     async def blocking(self, work: Callable[..., Any], *args: Any) -> Any:
-        """`work(*args)` on the executor (store calls that open their own sessions)."""
-        return await IOLoop.current().run_in_executor(self.deps.executor, work, *args)
+        """`work(*args)` on the executor (store calls that open their own sessions).
+        While a view it reads is being built by another process (`upkeep.ViewBusy`),
+        it is asked again after pauses on the event loop (`patiently`): a waiting
+        reader holds none of the executor's threads, which serve every buyer."""
+        loop = IOLoop.current()
+        return await patiently(lambda: loop.run_in_executor(self.deps.executor, work, *args))
 
     def compute_etag(self) -> None:
         """No ETag: bodies depend on the key, and hashing each one costs time."""

@@ -73,4 +73,5 @@ class Dependencies:
         if self.reads is None:
             object.__setattr__(self, "reads", Reads(self.sessions))
         if self.lineups is None:
-            object.__setattr__(self, "lineups", Lineups(self.sessions, self.reads))
+            # wait=0: a read of a view being built elsewhere waits off the threads (`BaseHandler.blocking`)
+            object.__setattr__(self, "lineups", Lineups(self.sessions, self.reads, wait=0))

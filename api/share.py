@@ -31,6 +31,7 @@ from store.access import links
 from store.errors import Forbidden, RateLimited, Unauthorized, ValidationError
 from store.views.query import parse_query
 from store.reference.taxonomy import default_taxonomy
+from store.views import upkeep
 from store.views.lineups import visible_feeds
 
 SHARE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -66,6 +67,9 @@ class ShareHandler(BaseHandler):
     async def get(self, token: str) -> None:
         counted = self.request.method == "GET"
         link, query, feeds = await self.run(self._select, token, self.request.remote_ip, counted)
+        # Apart from `_select`, which counts a use: a count that waits for a view being
+        # built is asked again (`blocking`), the use counted once.
+        self._check_ceiling(await self.blocking(self.deps.lineups.count, link.buyer_id, query, feeds))
         self.set_default_headers()  # now with the link's rate-limit figures
         if self.request.method == "HEAD":
             # Headers as GET sends them: no body, and no "Content-Length: 0" either,
@@ -73,13 +77,15 @@ class ShareHandler(BaseHandler):
             self.set_header("Content-Type", "text/csv; charset=utf-8")
             await self.flush()
             return self.finish()
-        blocks = self.deps.lineups.blocks(link.buyer_id, query, feeds)
+        # On the export threads, which are not the API's: a block waits there for a view
+        # being built (a change landing in the middle of the export).
+        blocks = self.deps.lineups.blocks(link.buyer_id, query, feeds, wait=upkeep.WAIT_S)
         with self.deps.export_slots.taken(link.id, link.buyer_id):  # 429 beyond (issue 16 item 2)
             await self.stream_csv(lambda: next(blocks, None))
 
     def _select(self, session: Session, token: str, address: str, counted: bool):
-        """Check the link and its entitlement now, count the use, and check the result
-        against the ceiling; returns `(link, query, visible feeds)`."""
+        """Check the link and its entitlement now and count the use; returns `(link,
+        query, visible feeds)`."""
         secrets = self.deps.settings.signing_secrets()
         try:
             link, args = links.open_link(session, token, secrets, count_use=False)
@@ -94,7 +100,10 @@ class ShareHandler(BaseHandler):
         if not feeds:
             raise Forbidden("None of this link's feeds is subscribed any longer")
         session.commit()  # checked on the primary; the rows may come from a replica
-        rows = self.deps.lineups.count(link.buyer_id, query, feeds)
+        return link, query, feeds
+
+    def _check_ceiling(self, rows: int) -> None:
+        """A result of more rows than the ceiling is refused, never cut (C8)."""
         ceiling = self.deps.settings.share_ceiling
         if rows > ceiling:
             raise ValidationError(
@@ -102,7 +111,6 @@ class ShareHandler(BaseHandler):
                 "share link serves; create a link with narrower filters (port, commodity, dates)",
                 {"parameter": "token", "reason": "result larger than the share-link ceiling", "rows": rows, "ceiling": ceiling},
             )
-        return link, query, feeds
 
     def _limit(self, key: str) -> None:
         hit: Hit = self.deps.limiter.hit(key)

@@ -419,7 +419,9 @@ def make_server_app(
         from store.views.lineups import Lineups
 
         explorer = ExplorerApp(
-            ExplorerContext(sessions, Lineups(sessions), settings.signing_secrets(), settings.base_url, usage=usage),
+            ExplorerContext(
+                sessions, Lineups(sessions, wait=0), settings.signing_secrets(), settings.base_url, usage=usage,
+            ),
             websocket_origins=origins_for(settings.base_url, *(address or (None, None))),
             sign_in_limiter=limiter,  # the API's: one budget of guesses per address (issue 16 item 8)
         )

@@ -54,7 +54,7 @@ async def serve(args: argparse.Namespace) -> None:
     open_store(engine, settings.db_url)
     sessions = make_sessionmaker(engine)
     settings = dataclasses.replace(settings, base_url=public_base_url(args, sessions))
-    context = ExplorerContext(sessions, Lineups(sessions), secrets, settings.base_url)
+    context = ExplorerContext(sessions, Lineups(sessions, wait=0), secrets, settings.base_url)
     explorer = ExplorerApp(context, websocket_origins=origins_for(settings.base_url, args.host, args.port))
     app = Application([(r"/", RedirectHandler, {"url": "/explorer"}), *explorer.routes()])
     server = HTTPServer(app)

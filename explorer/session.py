@@ -32,7 +32,7 @@ from store.access.usage import UsageWriter
 from store.database.db import transaction
 from store.errors import LineupsError
 from store.intake.feeds import feed_dict
-from store.views.lineups import Lineups
+from store.views.lineups import Lineups, patiently
 from store.database.schema import Buyer
 from store.reference.taxonomy import Taxonomy, default_taxonomy
 
@@ -156,12 +156,14 @@ class Account(param.Parameterized):
 
     async def run(self, work: Callable[[Session, Buyer], T]) -> T:
         """`work(session, buyer)` in one checked transaction, on the explorer's
-        threads. Raises SessionLost (and sets `lost`, back on the loop) when the
-        session ended, and whatever `work` raises."""
+        threads; asked again after a pause on the loop while a view it reads is being
+        built by another process (`patiently`: the wait holds no thread). Raises
+        SessionLost (and sets `lost`, back on the loop) when the session ended, and
+        whatever `work` raises."""
         if self.lost:
             raise SessionLost("This session has ended")
         try:
-            return await off_loop(self._work, work)
+            return await patiently(lambda: off_loop(self._work, work))
         except SessionLost:
             self.lost = True
             raise

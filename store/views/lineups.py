@@ -6,14 +6,23 @@ number of buyers lives in a server process. Each call: the buyer's visible feeds
 entitled now, narrowed by `source`; 404 and 403 as C5 says) → the views that hold their
 merged rows, current (a view that is missing or behind is built or brought up to date
 first, once across processes, `upkeep.ensure`) → one SQL statement (`store.views.sql`).
+
+A view that another process is building: a server's `Lineups` (made with `wait=0`)
+does not wait for it in its thread, where it would hold one of the few threads that
+serve every buyer, but raises `upkeep.ViewBusy` at once; the server's coroutine then
+asks again after a pause on its event loop (`patiently`), so that readers of a view
+being built take no thread while they wait, and other buyers' pages go on.
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import logging
+import time
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Iterator, Sequence, TypeVar
 
 import pandas as pd
 from sqlalchemy import bindparam, select
@@ -39,6 +48,24 @@ BLOCK_ROWS = 20_000
 #: Times a read tries again after bringing its views up to date (another change may
 #: land in between; each try is a fresh snapshot).
 _TRIES = 4
+#: `patiently`'s pauses between asks, in seconds (the last one repeats): soon for a
+#: short build, then twice a second, a few milliseconds of a thread each time.
+PAUSES_S = (0.05, 0.1, 0.2, 0.5)
+
+
+async def patiently(ask: Callable[[], Awaitable[T]], wait: float = upkeep.WAIT_S) -> T:
+    """`await ask()`, asked again after a pause on the event loop each time it raises
+    `upkeep.ViewBusy` (another process holds a view the read needs: a build), for up
+    to `wait` seconds; then the last ViewBusy is raised. `ask` runs a `Lineups` read
+    of a server (`wait=0`) in an executor: a reader that waits holds no thread."""
+    deadline = time.monotonic() + wait
+    for pause in itertools.chain(PAUSES_S, itertools.repeat(PAUSES_S[-1])):
+        try:
+            return await ask()
+        except upkeep.ViewBusy:
+            if time.monotonic() + pause > deadline:
+                raise
+        await asyncio.sleep(pause)
 
 
 @dataclass(frozen=True)
@@ -109,12 +136,18 @@ class Lineups:
     """A buyer's lineups from the kept views; thread-safe, stateless.
 
     `sessions` is the primary (views are built there); `reads` where pure reads go
-    (a read replica when there is one, else the primary)."""
+    (a read replica when there is one, else the primary). `wait`: how long a read
+    waits in its thread for a view that another process is building before it raises
+    `upkeep.ViewBusy` (a server's: 0, and its coroutines wait, `patiently`)."""
 
-    def __init__(self, sessions: sessionmaker[Session], reads: Reads | None = None, taxonomy: Taxonomy | None = None):
+    def __init__(
+        self, sessions: sessionmaker[Session], reads: Reads | None = None, taxonomy: Taxonomy | None = None,
+        wait: float = upkeep.WAIT_S,
+    ):
         self.sessions = sessions
         self.reads = reads or Reads(sessions)
         self.taxonomy = taxonomy or default_taxonomy()
+        self.wait = wait
 
     # ------------------------------------------------------------ reads
     def page(
@@ -124,8 +157,10 @@ class Lineups:
         after: Position | None = None,
         limit: int = DEFAULT_LIMIT,
         entitled: Sequence[FeedVersion] | None = None,
+        wait: float | None = None,
     ) -> Page:
-        """The `limit` rows of `query`'s result after position `after` (C3, C4)."""
+        """The `limit` rows of `query`'s result after position `after` (C3, C4);
+        `wait` for a view being built: this object's `wait` unless given."""
 
         def work(session: Session, target: sql.Target) -> Page:
             sparse = sql.is_sparse(session, query, self.taxonomy, target)
@@ -135,7 +170,7 @@ class Lineups:
             following = sql.position(rows[-1][-1], rows[-1][0]) if more else None
             return Page([row[:-1] for row in rows], following)
 
-        return self._in_views(buyer_id, query, entitled, work, None) or Page([], None)
+        return self._in_views(buyer_id, query, entitled, work, None, wait) or Page([], None)
 
     def count(self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None) -> int:
         """How many rows `query`'s whole result has."""
@@ -149,14 +184,17 @@ class Lineups:
         return pd.concat(list(self.blocks(buyer_id, query, entitled)), ignore_index=True)
 
     def blocks(
-        self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None, size: int = BLOCK_ROWS
+        self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None, size: int = BLOCK_ROWS,
+        wait: float | None = None,
     ) -> Iterator[pd.DataFrame]:
         """`query`'s whole result in C3 order, `size` rows at a time, each block read
         afresh after the previous one's last row (keyset: no row twice, none skipped
-        that was there throughout). Yields at least one (maybe empty) block."""
+        that was there throughout). Yields at least one (maybe empty) block. `wait`
+        as `page`'s: a share link's export, on threads of its own, gives the full
+        `upkeep.WAIT_S` (a coroutine cannot ask its blocks again)."""
         after: Position | None = None
         while True:
-            page = self.page(buyer_id, query, after, size, entitled)
+            page = self.page(buyer_id, query, after, size, entitled, wait)
             yield page.rows
             if page.next is None:
                 return
@@ -265,15 +303,17 @@ class Lineups:
         entitled: Sequence[FeedVersion] | None,
         work: Callable[[Session, sql.Target], T],
         empty: T,
+        wait: float | None = None,
     ) -> T:
         """`work(session, target)` over the current views of the buyer's visible feeds,
         in one read (`Reads.run`); views that are missing or behind are brought up to
-        date first (on the primary), and the read tried again."""
+        date first (on the primary), and the read tried again. Raises upkeep.ViewBusy
+        when another process holds such a view for longer than `wait` (None: `self.wait`)."""
         for _ in range(_TRIES):
             try:
                 return self.reads.run(self._read, buyer_id, query, entitled, work, empty)
             except ViewNotCurrent as missing:
-                upkeep.ensure(self.sessions, missing.key)
+                upkeep.ensure(self.sessions, missing.key, self.wait if wait is None else wait)
         return self.reads.run(self._read, buyer_id, query, entitled, work, empty, True)
 
     def _read(self, session, buyer_id, query, entitled, work, empty, stale_ok: bool = False):

@@ -32,7 +32,8 @@ Who does the work, single flight across processes:
 - a reader that finds its view missing or behind calls `ensure`: the first process
   to hold the view builds it in one transaction that holds it throughout (a lock:
   PostgreSQL's on the view's row, SQLite's write lock; `_hold`), and the others wait
-  for it. A process that dies in the middle of a build holds nothing any longer: its
+  for it (a server's readers on its event loop, not in a thread: `ViewBusy`,
+  `store.views.lineups.patiently`). A process that dies in the middle of a build holds nothing any longer: its
   transaction ends with its connection, and the next reader builds the view at once;
 - a subscription change builds the views of the feed set the buyer will see before
   it commits (`ensure_feeds`, `feeds_after`), so that it takes effect with its views
@@ -109,6 +110,15 @@ class ViewKey:
 
 #: The one `by_source` view: every feed's own rows, whatever buyers read them.
 BY_SOURCE = ViewKey("by_source", ())
+
+
+class ViewBusy(TimeoutError):
+    """Another transaction holds the view (a build, or an ingest bringing it up to
+    date) for longer than the reader would wait: ask again later (`ensure`)."""
+
+    def __init__(self, key: ViewKey):
+        super().__init__(f"the {key.describe()} is still being built by another process")
+        self.key = key
 
 
 # ---------------------------------------------------------------- the change log
@@ -453,8 +463,9 @@ def refresh_feeds(session: Session, feed_ids: Sequence[str]) -> dict[str, int]:
 
 def ensure(sessions: sessionmaker[Session], key: ViewKey, wait: float = WAIT_S) -> int:
     """The id of the view `key`, current: built or brought up to date by this call,
-    or by another process while this one waits. Raises TimeoutError when another
-    process holds the view for longer than `wait` seconds."""
+    or by another process while this one waits. Raises ViewBusy when another
+    transaction holds the view for longer than `wait` seconds (with `wait=0`, at
+    once: a server's reader then waits off its thread, `lineups.patiently`)."""
     deadline = time.monotonic() + wait
     while True:
         view_id = _find_or_add(sessions, key)
@@ -462,8 +473,8 @@ def ensure(sessions: sessionmaker[Session], key: ViewKey, wait: float = WAIT_S) 
             return view_id
         if _build(sessions, view_id, min(HOLD_WAIT_S, max(deadline - time.monotonic(), 0.0))):
             return view_id
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the {key.describe()} is still being built by another process")
+        if time.monotonic() >= deadline:
+            raise ViewBusy(key)
         time.sleep(0.05)
 
 

@@ -573,3 +573,45 @@ def test_enter_in_a_date_box_reads_a_day_and_never_raises():
     assert box.value == dt.date(2026, 12, 31)
     box._process_event(SimpleNamespace(event_name="enter-pressed", value_input=""))
     assert box.value is None
+
+
+# ---------------------------------------------------------------- a view being built elsewhere
+def test_reads_of_a_view_being_built_elsewhere_wait_off_the_explorers_threads(context, identity, sessions, store_settings, demo):
+    """A server's explorer reads with `wait=0`: a read of a view that another process
+    is building waits on the event loop (`Account.run`, `patiently`), so that more such
+    reads than the explorer has threads leave them free for other reads, and all get
+    their answer once the view is built."""
+    import dataclasses
+
+    from explorer import data
+    from explorer.session import EXECUTOR, Account
+    from store.views import upkeep
+    from store.views.lineups import Lineups
+    from tests.paused_build import paused_build
+
+    account = Account.open(dataclasses.replace(context, service=Lineups(sessions, wait=0)), identity)
+    one_feed = account.feeds[0]["id"]
+    held, other = LineupQuery(source=one_feed), LineupQuery(port="BRSSZ")
+    upkeep.ensure_buyer(sessions, demo["buyer_id"])  # the views of every feed of the buyer: ready
+
+    async def read(query: LineupQuery) -> int:
+        return await account.run(lambda session, buyer: data.count(session, buyer.id, query))
+
+    async def meanwhile() -> list[asyncio.Future]:
+        waiting = [asyncio.ensure_future(read(held)) for _ in range(2 * EXECUTOR._max_workers)]
+        await asyncio.sleep(1)
+        assert not any(w.done() for w in waiting)
+        assert await asyncio.wait_for(read(other), 30) > 0  # a thread was free for it
+        assert not any(w.done() for w in waiting)
+        return waiting
+
+    loop = asyncio.new_event_loop()
+    try:
+        with paused_build(store_settings, upkeep.ViewKey.of("all", [one_feed])) as builder:
+            waiting = loop.run_until_complete(meanwhile())
+            builder.kill()  # the next read builds the view
+            builder.wait(10)
+            counts = loop.run_until_complete(asyncio.wait_for(asyncio.gather(*waiting), 60))
+    finally:
+        loop.close()
+    assert counts == [context.service.count(demo["buyer_id"], held)] * len(waiting) and counts[0] > 0

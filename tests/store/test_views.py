@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -35,8 +32,8 @@ from store.database.schema import Buyer, Feed, MergedRow, MergedView, Record, Ve
 from store.reference.taxonomy import default_taxonomy
 from store.views import merges, stored, upkeep
 from store.views.lineups import Lineups
+from tests.paused_build import paused_build
 
-ROOT = Path(__file__).resolve().parents[2]
 PORTS = ("NLRTM", "BEANR", "BRSSZ")
 COMMODITIES = ("Soybeans", "wheat", "steam coal", "Iron ore fines", "mystery cargo")
 COMPANIES = (None, "Acme Trading", "Beta Grains")
@@ -386,23 +383,6 @@ def test_a_view_is_built_once_when_many_readers_ask_at_once(sessions, monkeypatc
     assert builds == [results[0]]
 
 
-#: A process that builds a view and stops in the middle of the build (as one killed
-#: there would), holding whatever the build holds: it says "building" and waits.
-_PAUSED_BUILDER = """
-import sys, time
-from store.database.db import make_engine, make_sessionmaker
-from store.views import upkeep
-url, schema, mode, feeds = sys.argv[1], sys.argv[2] or None, sys.argv[3], sys.argv[4].split(",")
-
-def paused(session, view, merges=None):
-    print("building", flush=True)
-    time.sleep(600)
-
-upkeep._bring_up_to_date = paused
-upkeep.ensure(make_sessionmaker(make_engine(url, schema=schema)), upkeep.ViewKey.of(mode, feeds))
-"""
-
-
 def test_a_view_whose_builder_was_killed_is_built_by_the_next_reader_at_once(sessions, store_settings):
     """A reader waits for a build in another process, and gives up after its wait;
     once that process is killed in the middle of its build (a worker killed under
@@ -412,18 +392,11 @@ def test_a_view_whose_builder_was_killed_is_built_by_the_next_reader_at_once(ses
         payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
         feed_ids = [f.id for f in accounts.entitled_feeds(session, payload["buyer_id"])]
     key = upkeep.ViewKey.of("all", feed_ids)
-    builder = subprocess.Popen(
-        [sys.executable, "-c", _PAUSED_BUILDER, store_settings.db_url, store_settings.db_schema or "", key.mode,
-         ",".join(key.feeds)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert builder.stdout.readline().strip() == "building"
+    with paused_build(store_settings, key) as builder:
         began = time.monotonic()
-        with pytest.raises(TimeoutError):
+        with pytest.raises(upkeep.ViewBusy):
             upkeep.ensure(sessions, key, wait=0.5)
         assert time.monotonic() - began < 5  # the wait is the reader's, not a lock's
-    finally:
         builder.kill()
         builder.wait(10)
     began = time.monotonic()
