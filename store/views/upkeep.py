@@ -468,19 +468,21 @@ def ensure(sessions: sessionmaker[Session], key: ViewKey, wait: float = WAIT_S) 
     once: a server's reader then waits off its thread, `lineups.patiently`)."""
     deadline = time.monotonic() + wait
     while True:
-        view_id = _find_or_add(sessions, key)
-        if _is_current(sessions, view_id):
+        hold_wait = min(HOLD_WAIT_S, max(deadline - time.monotonic(), 0.0))
+        view_id = _find_or_add(sessions, key, hold_wait)
+        if view_id is not None and _is_current(sessions, view_id):
             return view_id
-        if _build(sessions, view_id, min(HOLD_WAIT_S, max(deadline - time.monotonic(), 0.0))):
+        if view_id is not None and _build(sessions, view_id, hold_wait):
             return view_id
         if time.monotonic() >= deadline:
             raise ViewBusy(key)
         time.sleep(0.05)
 
 
-def _find_or_add(sessions: sessionmaker[Session], key: ViewKey) -> int:
+def _find_or_add(sessions: sessionmaker[Session], key: ViewKey, wait: float) -> int | None:
     """The id of the view `key`; a missing one is added, empty (`building`), for
-    whichever process holds it first to build."""
+    whichever process holds it first to build. None when SQLite's write lock, which
+    adding a row needs, stayed held by another transaction for `wait` seconds."""
     find = select(MergedView.id).where(MergedView.mode == key.mode, MergedView.feed_set == key.feed_set)
     with transaction(sessions) as session:
         found = session.scalar(find)
@@ -488,16 +490,21 @@ def _find_or_add(sessions: sessionmaker[Session], key: ViewKey) -> int:
             return found
     try:
         with transaction(sessions) as session:
-            view = MergedView(
-                mode=key.mode, feed_set=key.feed_set, feeds=list(key.feeds), versions={}, state="building",
-                max_span=0, row_count=0,
-            )
-            session.add(view)
-            session.flush()
+            with sqlite_busy_timeout(session, wait):
+                view = MergedView(
+                    mode=key.mode, feed_set=key.feed_set, feeds=list(key.feeds), versions={}, state="building",
+                    max_span=0, row_count=0,
+                )
+                session.add(view)
+                session.flush()
             return view.id
     except sa_exc.IntegrityError:  # another process added it in between
         with transaction(sessions) as session:
             return session.scalar(find)
+    except sa_exc.OperationalError as error:
+        if not _sqlite_busy(error):
+            raise
+        return None
 
 
 def _build(sessions: sessionmaker[Session], view_id: int, wait: float) -> bool:
@@ -540,11 +547,16 @@ def _hold(session: Session, view_id: int, wait: float) -> bool:
         with sqlite_busy_timeout(session, wait):
             session.execute(in_use)
     except sa_exc.OperationalError as error:
-        # SQLITE_BUSY, or one of its extended codes (a recovery of the log under way)
-        if getattr(error.orig, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_BUSY:
+        if not _sqlite_busy(error):
             raise
         return False
     return True
+
+
+def _sqlite_busy(error: sa_exc.OperationalError) -> bool:
+    """Whether `error` is SQLite's SQLITE_BUSY, or one of its extended codes (a
+    recovery of the log under way): another connection holds the write lock."""
+    return getattr(error.orig, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY
 
 
 def _is_current(sessions: sessionmaker[Session], view_id: int) -> bool:

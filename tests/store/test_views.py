@@ -408,6 +408,30 @@ def test_a_view_whose_builder_was_killed_is_built_by_the_next_reader_at_once(ses
         assert session.scalar(select(func.count()).select_from(MergedRow).where(MergedRow.view_id == view_id)) == view.row_count
 
 
+def test_a_reader_that_may_not_wait_is_told_at_once_that_a_build_elsewhere_holds_what_it_needs(sessions, store_settings):
+    """A server's reader (`wait=0`) never waits in its thread for a build in another
+    process: of the view being built, and on SQLite of any missing view, whose row it
+    cannot add while the build holds the one write lock (`upkeep.ViewBusy`, asked
+    again by the server off its threads). On PostgreSQL the other view is built at once."""
+    with transaction(sessions) as session:
+        payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
+        feed_ids = sorted(f.id for f in accounts.entitled_feeds(session, payload["buyer_id"]))
+    held, other = upkeep.ViewKey.of("all", feed_ids), upkeep.ViewKey.of("all", feed_ids[:1])
+    with paused_build(store_settings, held):
+        began = time.monotonic()
+        with pytest.raises(upkeep.ViewBusy):
+            upkeep.ensure(sessions, held, wait=0)
+        if store_settings.db_url.startswith("sqlite"):
+            with pytest.raises(upkeep.ViewBusy):
+                upkeep.ensure(sessions, other, wait=0)
+            with transaction(sessions) as session:  # nothing half-added
+                assert session.scalar(select(func.count()).select_from(MergedView).where(MergedView.feed_set == other.feed_set)) == 0
+        else:
+            with transaction(sessions) as session:
+                assert session.get(MergedView, upkeep.ensure(sessions, other, wait=0)).state == "ready"
+        assert time.monotonic() - began < 10  # SQLite's busy timeout, which it no longer waits for, is 30 s
+
+
 def test_views_no_buyer_can_read_are_dropped_after_the_retention(sessions):
     with transaction(sessions) as session:
         payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
