@@ -44,6 +44,7 @@ Who does the work, single flight across processes:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import logging
@@ -58,6 +59,7 @@ from sqlalchemy.orm import aliased
 from sqlalchemy.orm import Session, sessionmaker
 
 from store.access.accounts import ENTITLED
+from store.database import db
 from store.database.db import sqlite_busy_timeout, sqlite_page_cache, transaction
 from store.fields import utcnow
 from store.merging.merge_plan import NAT, nanos
@@ -468,11 +470,11 @@ def ensure(sessions: sessionmaker[Session], key: ViewKey, wait: float = WAIT_S) 
     once: a server's reader then waits off its thread, `lineups.patiently`)."""
     deadline = time.monotonic() + wait
     while True:
-        hold_wait = min(HOLD_WAIT_S, max(deadline - time.monotonic(), 0.0))
-        view_id = _find_or_add(sessions, key, hold_wait)
+        left = max(deadline - time.monotonic(), 0.0)
+        view_id = _find_or_add(sessions, key, left)
         if view_id is not None and _is_current(sessions, view_id):
             return view_id
-        if view_id is not None and _build(sessions, view_id, hold_wait):
+        if view_id is not None and _build(sessions, view_id, min(HOLD_WAIT_S, left)):
             return view_id
         if time.monotonic() >= deadline:
             raise ViewBusy(key)
@@ -481,16 +483,18 @@ def ensure(sessions: sessionmaker[Session], key: ViewKey, wait: float = WAIT_S) 
 
 def _find_or_add(sessions: sessionmaker[Session], key: ViewKey, wait: float) -> int | None:
     """The id of the view `key`; a missing one is added, empty (`building`), for
-    whichever process holds it first to build. None when SQLite's write lock, which
-    adding a row needs, stayed held by another transaction for `wait` seconds."""
+    whichever process holds it first to build. Adding a row waits for SQLite's write
+    lock as any write does (its busy timeout, then an error), or at most `wait`
+    seconds when that is shorter (a server's reader): None when it is still held."""
     find = select(MergedView.id).where(MergedView.mode == key.mode, MergedView.feed_set == key.feed_set)
     with transaction(sessions) as session:
         found = session.scalar(find)
         if found is not None:
             return found
+    shorter = wait < db.SQLITE_BUSY_S
     try:
         with transaction(sessions) as session:
-            with sqlite_busy_timeout(session, wait):
+            with sqlite_busy_timeout(session, wait) if shorter else contextlib.nullcontext():
                 view = MergedView(
                     mode=key.mode, feed_set=key.feed_set, feeds=list(key.feeds), versions={}, state="building",
                     max_span=0, row_count=0,
@@ -502,7 +506,7 @@ def _find_or_add(sessions: sessionmaker[Session], key: ViewKey, wait: float) -> 
         with transaction(sessions) as session:
             return session.scalar(find)
     except sa_exc.OperationalError as error:
-        if not _sqlite_busy(error):
+        if not (shorter and _sqlite_busy(error)):
             raise
         return None
 
