@@ -6,6 +6,7 @@ no buyer can read them any longer. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime as dt
 import threading
@@ -31,7 +32,7 @@ from store.merging.records import load_records
 from store.database.schema import Buyer, Feed, MergedRow, MergedView, Record, VesselChange
 from store.reference.taxonomy import default_taxonomy
 from store.views import merges, stored, upkeep
-from store.views.lineups import Lineups
+from store.views.lineups import PAUSES_S, Lineups, patiently
 from tests.paused_build import paused_build
 
 PORTS = ("NLRTM", "BEANR", "BRSSZ")
@@ -430,6 +431,28 @@ def test_a_reader_that_may_not_wait_is_told_at_once_that_a_build_elsewhere_holds
             with transaction(sessions) as session:
                 assert session.get(MergedView, upkeep.ensure(sessions, other, wait=0)).state == "ready"
         assert time.monotonic() - began < 10  # SQLite's busy timeout, which it no longer waits for, is 30 s
+
+
+def test_a_server_reader_asks_again_while_the_view_is_busy_and_gives_up_after_its_wait():
+    """`patiently`: a read told ViewBusy is asked again after pauses until it answers,
+    and after its wait the last ViewBusy is raised (the API's 500, as before)."""
+    key = upkeep.ViewKey.of("all", ["a"])
+    asked: list[float] = []
+
+    def busy_for(times: int):
+        async def ask():
+            asked.append(time.monotonic())
+            if len(asked) <= times:
+                raise upkeep.ViewBusy(key)
+            return "rows"
+        return ask
+
+    assert asyncio.run(patiently(busy_for(3), wait=30)) == "rows" and len(asked) == 4
+    assert asked[-1] - asked[0] >= sum(PAUSES_S[:3])  # paused between asks, on the loop
+    asked.clear()
+    with pytest.raises(upkeep.ViewBusy):
+        asyncio.run(patiently(busy_for(10**6), wait=0.4))
+    assert asked[-1] - asked[0] <= 0.4 and len(asked) >= 3
 
 
 def test_views_no_buyer_can_read_are_dropped_after_the_retention(sessions):
