@@ -53,7 +53,7 @@ from server_figures import EXPLORER_READY, RATE_LIMIT, lineups_command
 from store.access import accounts
 
 from store.intake import demo, ingest
-from store.database.db import make_engine, make_sessionmaker, transaction
+from store.database.db import make_sessionmaker, transaction
 from store.database.schema import Feed, MergedRow, MergedView
 from store.reference.taxonomy import default_taxonomy
 from store.views import upkeep
@@ -552,7 +552,7 @@ def daily_update(dataset: Dataset, changes: int = 1_000) -> list[Figure]:
     every view of the feed commit together); the command's own wait, until its commit
     returns, also holds SQLite's checkpoint of the log into the database file, which
     runs after readers already see the change."""
-    engine = make_engine(dataset.db_url)
+    engine = dataset.engine()
     sessions = make_sessionmaker(engine)
     feed_id = dataset.feed_ids[0]
     with transaction(sessions) as session:
@@ -562,7 +562,7 @@ def daily_update(dataset: Dataset, changes: int = 1_000) -> list[Figure]:
     stop = threading.Event()
 
     def watch() -> None:  # a reader of its own, as a server process is
-        watcher = make_engine(dataset.db_url)
+        watcher = dataset.engine()
         try:
             while not stop.is_set():
                 with watcher.connect() as connection:

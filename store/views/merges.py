@@ -221,7 +221,8 @@ class Merges:
             # derived from a near view at 1,000,000 records) passed SQLite's limit of
             # 32,766 parameters.
             feeds = sorted(self._feeds)
-            pairs_in = lambda chunk: of_pairs(Record.vessel_key, Record.port_unlocode, chunk)  # noqa: E731
+            dialect = self.session.get_bind().dialect.name
+            pairs_in = lambda chunk: of_pairs(Record.vessel_key, Record.port_unlocode, chunk, dialect)  # noqa: E731
             self._parts += [load_records_where(self.session, feeds, [pairs_in(c)]) for c in pair_chunks(needed)] or [
                 load_records_where(self.session, feeds, [])
             ]
