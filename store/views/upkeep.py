@@ -33,8 +33,9 @@ Who does the work, single flight across processes:
   to hold the view builds it in one transaction that holds it throughout (a lock:
   PostgreSQL's on the view's row, SQLite's write lock; `_hold`), and the others wait
   for it (a server's readers on its event loop, not in a thread: `ViewBusy`,
-  `store.views.lineups.patiently`). A process that dies in the middle of a build holds nothing any longer: its
-  transaction ends with its connection, and the next reader builds the view at once;
+  `store.views.lineups.patiently`). A process that dies in the middle of a build
+  holds nothing any longer: its transaction ends with its connection, and the next
+  reader builds the view at once;
 - a subscription change builds the views of the feed set the buyer will see before
   it commits (`ensure_feeds`, `feeds_after`), so that it takes effect with its views
   ready and the buyer's next page is read, not merged; a buyer resumed, likewise
@@ -472,9 +473,7 @@ def ensure(sessions: sessionmaker[Session], key: ViewKey, wait: float = WAIT_S) 
     while True:
         left = max(deadline - time.monotonic(), 0.0)
         view_id = _find_or_add(sessions, key, left)
-        if view_id is not None and _is_current(sessions, view_id):
-            return view_id
-        if view_id is not None and _build(sessions, view_id, min(HOLD_WAIT_S, left)):
+        if view_id is not None and (_is_current(sessions, view_id) or _build(sessions, view_id, min(HOLD_WAIT_S, left))):
             return view_id
         if time.monotonic() >= deadline:
             raise ViewBusy(key)
