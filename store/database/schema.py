@@ -145,9 +145,11 @@ class Record(Base):
         UniqueConstraint("feed_id", "ref", name="uq_records_feed_ref"),
         Index("ix_records_commodity_raw_key", "commodity_raw_key"),
         # Covering for the upkeep's lookups (`store.merging.records`: names_carried,
-        # name_ports, identity_rows) and the (vessel, port) pairs' records (migration 0007).
-        Index("ix_records_feed_vessel", "feed_id", "vessel_key", "name_key", "port_unlocode", "commodity"),
-        Index("ix_records_feed_name", "feed_id", "name_key", "vessel_key", "commodity"),
+        # name_ports, identity_rows) and the (vessel, port) pairs' records; led by the
+        # key looked up, the feed beside it, so that a key is one probe whatever the
+        # number of feeds (migrations 0007, 0013).
+        Index("ix_records_vessel", "vessel_key", "port_unlocode", "feed_id", "name_key", "commodity"),
+        Index("ix_records_name", "name_key", "vessel_key", "feed_id", "commodity"),
     )
 
 

@@ -82,9 +82,9 @@ def name_keys_of(session: Session, feed_ids: Iterable[str], vessel_keys: Iterabl
 def names_carried(session: Session, feed_ids: Iterable[str], vessel_keys: Iterable[str]) -> list[tuple[str, str, str]]:
     """The (vessel key, name key, feed id) of the served records of `feed_ids` with
     vessel key in `vessel_keys`. Null names are dropped here, not in SQL: with
-    `name_key IS NOT NULL` in the statement SQLite walks `(feed_id, name_key)` over
-    every record of the feeds instead of probing `(feed_id, vessel_key)` (0.7 s
-    instead of 0.1 s for 1,000 keys at 250,000 records)."""
+    `name_key IS NOT NULL` in the statement SQLite walked the name index over every
+    record of the feeds instead of probing the vessel index (0.7 s instead of 0.1 s
+    for 1,000 keys at 250,000 records, with the feed-led indexes of migration 0007)."""
     statement = (
         select(Record.vessel_key, Record.name_key, Record.feed_id)
         .where(Record.feed_id.in_(sorted(set(feed_ids))), Record.commodity.is_not(None))

@@ -97,7 +97,9 @@ def test_upgrading_through_the_index_rebuild_keeps_the_planners_statistics(store
     drops a dropped index's statistics, and without them it probed `latest` through
     that index where it should not (p99 of distinct pages at 1,000,000 records:
     88 ms -> 5.9 s). 0010 analyses the table again; 0011 adds the (view, port,
-    commodity) index and analyses it."""
+    commodity) index and analyses it; 0013 leads the records' lookup indexes by key,
+    which SQLite uses only with their statistics (a daily update at 1,000,000 records
+    8.8-9.1 s without them, 3.2-4.6 s with them), and analyses the records."""
     import datetime as dt
 
     from sqlalchemy import text
@@ -122,6 +124,6 @@ def test_upgrading_through_the_index_rebuild_keeps_the_planners_statistics(store
         assert connection.scalar(text(statistics), {"index": "ix_merged_rows_vessel"}) == 1
     upgrade(engine)
     with engine.begin() as connection:
-        for index in ("ix_merged_rows_vessel", "ix_merged_rows_port_commodity"):
+        for index in ("ix_merged_rows_vessel", "ix_merged_rows_port_commodity", "ix_records_vessel", "ix_records_name"):
             assert connection.scalar(text(statistics), {"index": index}) == 1, index
     engine.dispose()
