@@ -542,12 +542,27 @@ def _count_views(sessions: sessionmaker[Session]) -> None:
     against 0.7-1.9 s for the table's whole ANALYZE), after the commit: ANALYZE holds
     a lock on the table, one at a time, to the end of its transaction, which a build
     (holding its view) must not wait for (another transaction may hold the lock and
-    wait for that view)."""
-    with transaction(sessions) as session:
-        if session.connection().dialect.name != "postgresql":
-            return
-        session.execute(text("SELECT set_config('default_statistics_target', '10', true)"))
-        session.execute(text("ANALYZE merged_rows (view_id)"))
+    wait for that view). Nor does the reader that built the view wait here: when
+    another transaction holds that lock (an ingest that analysed the table after
+    writing a large view, to its commit) the count is left to the next ANALYZE after
+    `COUNT_LOCK_WAIT_MS`, and the view is served as it is."""
+    try:
+        with transaction(sessions) as session:
+            if session.connection().dialect.name != "postgresql":
+                return
+            session.execute(text("SELECT set_config('lock_timeout', :wait, true)"), {"wait": f"{COUNT_LOCK_WAIT_MS}ms"})
+            session.execute(text("SELECT set_config('default_statistics_target', '10', true)"))
+            session.execute(text("ANALYZE merged_rows (view_id)"))
+    except sa_exc.OperationalError as error:
+        if getattr(error.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+            raise
+        log.info("Statistics of the views not taken: another transaction is analysing merged_rows")
+
+
+#: How long a new view's count (`_count_views`) waits for another ANALYZE's lock.
+COUNT_LOCK_WAIT_MS = 200
+#: PostgreSQL's SQLSTATE of a lock wait past `lock_timeout`.
+LOCK_NOT_AVAILABLE = "55P03"
 
 
 def _hold(session: Session, view_id: int, wait: float) -> bool:

@@ -525,6 +525,44 @@ def test_on_postgresql_the_planner_counts_every_new_view_once_it_has_committed(s
         assert {int(v) for v in session.scalar(text(counted)).strip("{}").split(",")} == views
 
 
+def test_on_postgresql_a_new_view_is_served_while_another_transaction_analyses_the_views(sessions, engine):
+    """The count of a new view (`upkeep._count_views`) must not hold up the reader who
+    built it: while another transaction holds ANALYZE's lock on `merged_rows` (an
+    ingest that analysed the table after writing a large view holds it to its
+    commit), the view is served without its count, which the next new view's takes."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite's statistics are averages per index, not counts per value")
+    from sqlalchemy import text
+
+    counted = (
+        "SELECT most_common_vals::text FROM pg_stats"
+        " WHERE schemaname = current_schema() AND tablename = 'merged_rows' AND attname = 'view_id'"
+    )
+    rng = np.random.default_rng(6)
+    vessels = list(zip(demo.imo_numbers(rng, 6), [f"VESSEL {i}" for i in range(6)]))
+    alpha, bravo, buyer = _two_feeds(sessions)
+    upsert(sessions, alpha, feed_file(rng, [f"a{i}" for i in range(200)], vessels))
+    upsert(sessions, bravo, feed_file(rng, [f"c{i}" for i in range(30)], vessels))
+    upkeep.ensure_buyer(sessions, buyer)
+    with transaction(sessions) as session:
+        one = {}
+        for name, feed_ids in (("Sees Alpha", [alpha]), ("Sees Bravo", [bravo])):
+            added = accounts.add_buyer(session, name)
+            for feed_id in feed_ids:
+                accounts.set_subscription(session, added, session.get(Feed, feed_id), "active")
+            one[name] = added.id
+    with engine.connect() as holder:
+        holder.execute(text("ANALYZE merged_rows"))  # its lock held until the rollback below
+        upkeep.ensure_buyer(sessions, one["Sees Alpha"])  # waited 30 s, then failed, before
+        rows = Lineups(sessions).frame(one["Sees Alpha"], LineupQuery())
+        assert comparable(rows) == comparable(reference(sessions, one["Sees Alpha"], LineupQuery()))
+        holder.rollback()
+    upkeep.ensure_buyer(sessions, one["Sees Bravo"])
+    with transaction(sessions) as session:
+        views = set(session.scalars(select(MergedView.id)))
+        assert {int(v) for v in session.scalar(text(counted)).strip("{}").split(",")} == views
+
+
 def test_views_no_buyer_can_read_are_dropped_after_the_retention(sessions):
     with transaction(sessions) as session:
         payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
