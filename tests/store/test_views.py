@@ -492,37 +492,52 @@ def test_the_planner_counts_a_load_of_a_tenth_of_the_records_or_more(sessions):
         assert _counted_records(session) == 245
 
 
-def test_on_postgresql_the_planner_counts_every_new_view_once_it_has_committed(sessions, engine):
-    """PostgreSQL's statistics of `merged_rows` that do not count a view put it at one
-    row: a 1,000,000-record daily update read that view's stored rows through a hash
-    of the whole view and updated each row by a walk of its index (1.0 s, and 0.15 s
-    an update). A new view's `view_id` is counted once it has committed."""
+def _views_of_two_loaded_feeds(sessions, engine) -> tuple[str, str]:
+    """On PostgreSQL: Alpha (200 records) and Bravo (30), a buyer of both and their
+    views built; the two feeds' ids. Skips on SQLite, whose statistics are averages
+    per index, not counts per value."""
     if engine.dialect.name != "postgresql":
         pytest.skip("SQLite's statistics are averages per index, not counts per value")
-    from sqlalchemy import text
-
-    counted = (
-        "SELECT most_common_vals::text FROM pg_stats"
-        " WHERE schemaname = current_schema() AND tablename = 'merged_rows' AND attname = 'view_id'"
-    )
     rng = np.random.default_rng(5)
     vessels = list(zip(demo.imo_numbers(rng, 6), [f"VESSEL {i}" for i in range(6)]))
     alpha, bravo, buyer = _two_feeds(sessions)
     upsert(sessions, alpha, feed_file(rng, [f"a{i}" for i in range(200)], vessels))
     upsert(sessions, bravo, feed_file(rng, [f"c{i}" for i in range(30)], vessels))
     upkeep.ensure_buyer(sessions, buyer)
+    return alpha, bravo
+
+
+def _buyer_of(sessions, name: str, feed_id: str) -> str:
+    with transaction(sessions) as session:
+        buyer = accounts.add_buyer(session, name)
+        accounts.set_subscription(session, buyer, session.get(Feed, feed_id), "active")
+        return buyer.id
+
+
+def _views_counted(sessions) -> tuple[set[int], set[int]]:
+    """(the views, the views that PostgreSQL's statistics of `merged_rows.view_id` count)."""
+    from sqlalchemy import text
+
     with transaction(sessions) as session:
         views = set(session.scalars(select(MergedView.id)))
-        assert len(views) == 2
-        assert {int(v) for v in session.scalar(text(counted)).strip("{}").split(",")} == views
-        alpha_only = accounts.add_buyer(session, "Sees Alpha")  # a new feed set
-        accounts.set_subscription(session, alpha_only, session.get(Feed, alpha), "active")
-        alpha_only = alpha_only.id
-    upkeep.ensure_buyer(sessions, alpha_only)
-    with transaction(sessions) as session:
-        views = set(session.scalars(select(MergedView.id)))
-        assert len(views) == 3
-        assert {int(v) for v in session.scalar(text(counted)).strip("{}").split(",")} == views
+        counted = session.scalar(text(
+            "SELECT most_common_vals::text FROM pg_stats"
+            " WHERE schemaname = current_schema() AND tablename = 'merged_rows' AND attname = 'view_id'"
+        ))
+    return views, {int(v) for v in counted.strip("{}").split(",")}
+
+
+def test_on_postgresql_the_planner_counts_every_new_view_once_it_has_committed(sessions, engine):
+    """PostgreSQL's statistics of `merged_rows` that do not count a view put it at one
+    row: a 1,000,000-record daily update read that view's stored rows through a hash
+    of the whole view and updated each row by a walk of its index (1.0 s, and 0.15 s
+    an update). A new view's `view_id` is counted once it has committed."""
+    alpha, _ = _views_of_two_loaded_feeds(sessions, engine)
+    views, counted = _views_counted(sessions)
+    assert len(views) == 2 and counted == views
+    upkeep.ensure_buyer(sessions, _buyer_of(sessions, "Sees Alpha", alpha))  # a new feed set
+    views, counted = _views_counted(sessions)
+    assert len(views) == 3 and counted == views
 
 
 def test_on_postgresql_a_new_view_is_served_while_another_transaction_analyses_the_views(sessions, engine):
@@ -530,37 +545,19 @@ def test_on_postgresql_a_new_view_is_served_while_another_transaction_analyses_t
     built it: while another transaction holds ANALYZE's lock on `merged_rows` (an
     ingest that analysed the table after writing a large view holds it to its
     commit), the view is served without its count, which the next new view's takes."""
-    if engine.dialect.name != "postgresql":
-        pytest.skip("SQLite's statistics are averages per index, not counts per value")
     from sqlalchemy import text
 
-    counted = (
-        "SELECT most_common_vals::text FROM pg_stats"
-        " WHERE schemaname = current_schema() AND tablename = 'merged_rows' AND attname = 'view_id'"
-    )
-    rng = np.random.default_rng(6)
-    vessels = list(zip(demo.imo_numbers(rng, 6), [f"VESSEL {i}" for i in range(6)]))
-    alpha, bravo, buyer = _two_feeds(sessions)
-    upsert(sessions, alpha, feed_file(rng, [f"a{i}" for i in range(200)], vessels))
-    upsert(sessions, bravo, feed_file(rng, [f"c{i}" for i in range(30)], vessels))
-    upkeep.ensure_buyer(sessions, buyer)
-    with transaction(sessions) as session:
-        one = {}
-        for name, feed_ids in (("Sees Alpha", [alpha]), ("Sees Bravo", [bravo])):
-            added = accounts.add_buyer(session, name)
-            for feed_id in feed_ids:
-                accounts.set_subscription(session, added, session.get(Feed, feed_id), "active")
-            one[name] = added.id
+    alpha, bravo = _views_of_two_loaded_feeds(sessions, engine)
+    sees_alpha, sees_bravo = _buyer_of(sessions, "Sees Alpha", alpha), _buyer_of(sessions, "Sees Bravo", bravo)
     with engine.connect() as holder:
         holder.execute(text("ANALYZE merged_rows"))  # its lock held until the rollback below
-        upkeep.ensure_buyer(sessions, one["Sees Alpha"])  # waited 30 s, then failed, before
-        rows = Lineups(sessions).frame(one["Sees Alpha"], LineupQuery())
-        assert comparable(rows) == comparable(reference(sessions, one["Sees Alpha"], LineupQuery()))
+        upkeep.ensure_buyer(sessions, sees_alpha)  # waited 30 s, then failed, before
+        rows = Lineups(sessions).frame(sees_alpha, LineupQuery())
+        assert comparable(rows) == comparable(reference(sessions, sees_alpha, LineupQuery()))
         holder.rollback()
-    upkeep.ensure_buyer(sessions, one["Sees Bravo"])
-    with transaction(sessions) as session:
-        views = set(session.scalars(select(MergedView.id)))
-        assert {int(v) for v in session.scalar(text(counted)).strip("{}").split(",")} == views
+    upkeep.ensure_buyer(sessions, sees_bravo)
+    views, counted = _views_counted(sessions)
+    assert len(views) == 4 and counted == views
 
 
 def test_views_no_buyer_can_read_are_dropped_after_the_retention(sessions):
