@@ -328,7 +328,29 @@ def analyze_if_stale(session: Session, table: str, written: int) -> bool:
         return False
     if dialect == "sqlite":  # every row, not a sample: `store.views.upkeep._analyze`
         session.execute(text("PRAGMA analysis_limit = 0"))
-    session.execute(text(f"ANALYZE {table}"))
+        session.execute(text(f"ANALYZE {table}"))
+        return True
+    return analyze_unless_busy(session, table)
+
+
+def analyze_unless_busy(session: Session, table: str) -> bool:
+    """PostgreSQL's ANALYZE of `table` (a table, or some of its columns: "merged_rows
+    (view_id)") in a savepoint, waiting at most `ANALYZE_LOCK_WAIT_MS` for another
+    transaction's ANALYZE of it, which holds its lock to its commit (a large ingest of
+    another feed, whose upkeep may take minutes): neither a write nor a read is failed
+    by its statement timeout for statistics, which that other ANALYZE is taking anyway.
+    False, having changed nothing, when the lock was not free in time."""
+    before = session.execute(text("SELECT current_setting('lock_timeout')")).scalar_one()
+    try:
+        with session.begin_nested():
+            session.execute(text("SELECT set_config('lock_timeout', :wait, true)"), {"wait": f"{ANALYZE_LOCK_WAIT_MS}ms"})
+            session.execute(text(f"ANALYZE {table}"))
+            session.execute(text("SELECT set_config('lock_timeout', :before, true)"), {"before": before})
+    except sa_exc.OperationalError as error:
+        if getattr(error.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+            raise
+        log.info("%s not analysed: another transaction is analysing it", table)
+        return False
     return True
 
 
@@ -346,6 +368,10 @@ def _counted_rows(session: Session, table: str, dialect: str) -> float | None:
 
 #: A write of at least this share of a table's rows makes its statistics stale.
 STALE_SHARE = 0.1
+#: How long a write's ANALYZE waits for another's lock of the table (PostgreSQL).
+ANALYZE_LOCK_WAIT_MS = 200
+#: PostgreSQL's SQLSTATE of a lock wait past `lock_timeout`.
+LOCK_NOT_AVAILABLE = "55P03"
 
 
 @contextmanager

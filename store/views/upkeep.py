@@ -545,24 +545,13 @@ def _count_views(sessions: sessionmaker[Session]) -> None:
     wait for that view). Nor does the reader that built the view wait here: when
     another transaction holds that lock (an ingest that analysed the table after
     writing a large view, to its commit) the count is left to the next ANALYZE after
-    `COUNT_LOCK_WAIT_MS`, and the view is served as it is."""
-    try:
-        with transaction(sessions) as session:
-            if session.connection().dialect.name != "postgresql":
-                return
-            session.execute(text("SELECT set_config('lock_timeout', :wait, true)"), {"wait": f"{COUNT_LOCK_WAIT_MS}ms"})
-            session.execute(text("SELECT set_config('default_statistics_target', '10', true)"))
-            session.execute(text("ANALYZE merged_rows (view_id)"))
-    except sa_exc.OperationalError as error:
-        if getattr(error.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
-            raise
-        log.info("Statistics of the views not taken: another transaction is analysing merged_rows")
+    `db.ANALYZE_LOCK_WAIT_MS`, and the view is served as it is."""
+    with transaction(sessions) as session:
+        if session.connection().dialect.name != "postgresql":
+            return
+        session.execute(text("SELECT set_config('default_statistics_target', '10', true)"))
+        db.analyze_unless_busy(session, "merged_rows (view_id)")
 
-
-#: How long a new view's count (`_count_views`) waits for another ANALYZE's lock.
-COUNT_LOCK_WAIT_MS = 200
-#: PostgreSQL's SQLSTATE of a lock wait past `lock_timeout`.
-LOCK_NOT_AVAILABLE = "55P03"
 
 
 def _hold(session: Session, view_id: int, wait: float) -> bool:

@@ -492,6 +492,31 @@ def test_the_planner_counts_a_load_of_a_tenth_of_the_records_or_more(sessions):
         assert _counted_records(session) == 245
 
 
+def test_on_postgresql_a_large_load_is_not_held_up_by_another_transactions_analysis(sessions, engine):
+    """A large ingest's ANALYZE of the records (`db.analyze_if_stale`) waits at most
+    a moment for another transaction's, which holds its lock to its commit (a large
+    ingest of another feed, whose upkeep may take minutes), and then goes on without
+    it: the ingest commits its records and views, nothing lost."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite takes one write at a time: no other transaction analyses meanwhile")
+    from sqlalchemy import text
+
+    rng = np.random.default_rng(7)
+    vessels = list(zip(demo.imo_numbers(rng, 6), [f"VESSEL {i}" for i in range(6)]))
+    alpha, bravo, buyer = _two_feeds(sessions)
+    upsert(sessions, alpha, feed_file(rng, [f"a{i}" for i in range(50)], vessels))
+    upkeep.ensure_buyer(sessions, buyer)
+    with engine.connect() as holder:
+        holder.execute(text("ANALYZE records"))  # its lock held until the rollback below
+        report = upsert(sessions, bravo, feed_file(rng, [f"c{i}" for i in range(100)], vessels))  # failed at 30 s before
+        holder.rollback()
+    assert report.inserted == 100
+    with transaction(sessions) as session:
+        assert _counted_records(session) == 50  # not counted again: the other ANALYZE held the table
+    rows = Lineups(sessions).frame(buyer, LineupQuery())
+    assert comparable(rows) == comparable(reference(sessions, buyer, LineupQuery()))
+
+
 def _views_of_two_loaded_feeds(sessions, engine) -> tuple[str, str]:
     """On PostgreSQL: Alpha (200 records) and Bravo (30), a buyer of both and their
     views built; the two feeds' ids. Skips on SQLite, whose statistics are averages
