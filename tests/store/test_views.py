@@ -455,6 +455,12 @@ def test_a_server_reader_asks_again_while_the_view_is_busy_and_gives_up_after_it
     assert asked[-1] - asked[0] <= 0.4 and len(asked) >= 3
 
 
+def _six_vessels(seed: int) -> tuple[np.random.Generator, list[tuple[str, str]]]:
+    """A generator seeded `seed` and six vessels (IMO number, name) drawn from it."""
+    rng = np.random.default_rng(seed)
+    return rng, list(zip(demo.imo_numbers(rng, 6), [f"VESSEL {i}" for i in range(6)]))
+
+
 def _counted_records(session) -> float | None:
     """The records that the planner's statistics count (None: none yet)."""
     from sqlalchemy import exc, text
@@ -476,8 +482,7 @@ def test_the_planner_counts_a_load_of_a_tenth_of_the_records_or_more(sessions):
     records: its lookups scanned every record), and SQLite read a list of 600 names
     through the (feed, ref) key (0.9 s instead of 27 ms). A load of at least a tenth
     of the records is counted in its transaction; a smaller one is not."""
-    rng = np.random.default_rng(5)
-    vessels = list(zip(demo.imo_numbers(rng, 6), [f"VESSEL {i}" for i in range(6)]))
+    rng, vessels = _six_vessels(5)
     alpha, bravo, _ = _two_feeds(sessions)
     with transaction(sessions) as session:
         assert not _counted_records(session)  # none, or the empty table that migration 0013 analysed
@@ -501,8 +506,7 @@ def test_on_postgresql_a_large_load_is_not_held_up_by_another_transactions_analy
         pytest.skip("SQLite takes one write at a time: no other transaction analyses meanwhile")
     from sqlalchemy import text
 
-    rng = np.random.default_rng(7)
-    vessels = list(zip(demo.imo_numbers(rng, 6), [f"VESSEL {i}" for i in range(6)]))
+    rng, vessels = _six_vessels(7)
     alpha, bravo, buyer = _two_feeds(sessions)
     upsert(sessions, alpha, feed_file(rng, [f"a{i}" for i in range(50)], vessels))
     upkeep.ensure_buyer(sessions, buyer)
@@ -523,8 +527,7 @@ def _views_of_two_loaded_feeds(sessions, engine) -> tuple[str, str]:
     per index, not counts per value."""
     if engine.dialect.name != "postgresql":
         pytest.skip("SQLite's statistics are averages per index, not counts per value")
-    rng = np.random.default_rng(5)
-    vessels = list(zip(demo.imo_numbers(rng, 6), [f"VESSEL {i}" for i in range(6)]))
+    rng, vessels = _six_vessels(5)
     alpha, bravo, buyer = _two_feeds(sessions)
     upsert(sessions, alpha, feed_file(rng, [f"a{i}" for i in range(200)], vessels))
     upsert(sessions, bravo, feed_file(rng, [f"c{i}" for i in range(30)], vessels))
