@@ -322,11 +322,10 @@ def analyze_if_stale(session: Session, table: str, written: int) -> bool:
     list of 600 names (0.9 s instead of 27 ms at 1,000,000 records; docs/architecture.md,
     "On PostgreSQL"). PostgreSQL's ANALYZE reads a sample (30,000 rows: 0.8 s for
     1,000,000 records), SQLite's every index whole (0.46 s)."""
-    dialect = session.connection().dialect.name
-    known = _counted_rows(session, table, dialect)
+    known = counted_rows(session, table)
     if known is not None and written < STALE_SHARE * known:
         return False
-    if dialect == "sqlite":  # every row, not a sample: `store.views.upkeep._analyze`
+    if session.connection().dialect.name == "sqlite":  # every row, not a sample: `store.views.upkeep._analyze`
         session.execute(text("PRAGMA analysis_limit = 0"))
         session.execute(text(f"ANALYZE {table}"))
         return True
@@ -354,9 +353,9 @@ def analyze_unless_busy(session: Session, table: str) -> bool:
     return True
 
 
-def _counted_rows(session: Session, table: str, dialect: str) -> float | None:
+def counted_rows(session: Session, table: str) -> float | None:
     """The rows of `table` that the planner's statistics count; None when it has none."""
-    if dialect == "postgresql":
+    if session.connection().dialect.name == "postgresql":
         known = session.execute(text("SELECT reltuples FROM pg_class WHERE oid = to_regclass(:t)"), {"t": table}).scalar()
         return known if known is not None and known >= 0 else None
     try:

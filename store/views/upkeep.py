@@ -367,20 +367,11 @@ def _analyze(session: Session, written: int) -> None:
     records: pages p90 126 → 51 ms, the explorer's totals median 503 → 350 ms)."""
     sqlite = session.connection().dialect.name == "sqlite"
     total = int(session.scalar(select(func.coalesce(func.sum(MergedView.row_count), 0))) or 0)
-    if written * ANALYZE_SHARE < total and (not sqlite or _has_statistics(session)):
+    if written * ANALYZE_SHARE < total and (not sqlite or db.counted_rows(session, "merged_rows") is not None):
         return
     if sqlite:
         session.execute(text("PRAGMA analysis_limit = 0"))
     session.execute(text("ANALYZE merged_rows"))
-
-
-def _has_statistics(session: Session) -> bool:
-    """Whether SQLite holds planner statistics of `merged_rows` (PostgreSQL's own
-    autovacuum analyses a table that changed)."""
-    try:
-        return session.execute(text("SELECT 1 FROM sqlite_stat1 WHERE tbl = 'merged_rows' LIMIT 1")).first() is not None
-    except sa_exc.OperationalError:  # no ANALYZE ever ran: no sqlite_stat1 table
-        return False
 
 
 def _merge_pairs(
@@ -551,7 +542,6 @@ def _count_views(sessions: sessionmaker[Session]) -> None:
             return
         session.execute(text("SELECT set_config('default_statistics_target', '10', true)"))
         db.analyze_unless_busy(session, "merged_rows (view_id)")
-
 
 
 def _hold(session: Session, view_id: int, wait: float) -> bool:

@@ -11,10 +11,9 @@ buyers, 2026-11-29): on PostgreSQL the update's lookups 1.09 -> 0.70-0.85 s, the
 update 4.1-5.1 -> 3.1-4.2 s (noisy: the table bloats, autovacuum being off); on SQLite
 the lookups 0.32-0.55 -> 0.25-0.34 s, the update 2.94-4.09 -> 2.60-3.65 s (four
 alternating pairs on copies of one store), once the planner has the table's
-statistics: without them SQLite read a list
-of names through the (feed, ref) key, and the update took 8.8-9.1 s. So the table is
-analysed here (as an ingest of a tenth of the records or more does:
-`store.database.db.analyze_if_stale`).
+statistics: without them SQLite read a list of names through the (feed, ref) key, and
+the update took 8.8-9.1 s. So the table is analysed here (as an ingest of a tenth of
+the records or more does: `store.database.db.analyze_if_stale`).
 
 Revision ID: 0013
 Revises: 0012
