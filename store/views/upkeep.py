@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import pandas as pd
-from sqlalchemy import delete, exc as sa_exc, exists, func, insert, literal, select, text, update
+from sqlalchemy import delete, exc as sa_exc, exists, insert, literal, select, text, update
 from sqlalchemy.orm import aliased
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -83,9 +83,6 @@ HOLD_WAIT_S = 1.0
 WAIT_S = 300.0
 #: Views no buyer can read are dropped this long after they became unused.
 RETENTION = dt.timedelta(days=1)
-#: A view written whole is analysed afresh when it holds at least 1/ANALYZE_SHARE of
-#: the kept rows.
-ANALYZE_SHARE = 10
 
 
 @dataclass(frozen=True)
@@ -354,10 +351,10 @@ def _feed_entries(session: Session, feed_ids: Sequence[str], kept: Sequence[str]
 
 def _analyze(session: Session, written: int) -> None:
     """Fresh planner statistics of `merged_rows` after a view of `written` rows was
-    written whole, when there are none yet or the view is at least
-    1/`ANALYZE_SHARE` of the table (a small view's rows barely move the statistics,
-    and the analysis reads the whole table: a one-feed view rebuilt by a daily update
-    would pay 1–6 s for it).
+    written whole, by the rule of every large write (`db.analyze_if_stale`: none yet,
+    or `written` at least a tenth of the rows they count; a small view's rows barely
+    move them, and the analysis reads the whole table on SQLite, a sample of it on
+    PostgreSQL, never waiting long for another transaction's analysis).
     Without them both planners probe `latest`'s (vessel, port) pairs through the
     primary key, a scan of the view per row (63 s instead of 0.1 s for one page of
     100,000 records). On SQLite every row is read (1.8 s for 1.6M rows): a sample
@@ -365,13 +362,7 @@ def _analyze(session: Session, written: int) -> None:
     port, and told the planner that a port or commodity selects nothing, so that
     filtered reads walked the whole date range instead (60 random questions at 1M
     records: pages p90 126 → 51 ms, the explorer's totals median 503 → 350 ms)."""
-    sqlite = session.connection().dialect.name == "sqlite"
-    total = int(session.scalar(select(func.coalesce(func.sum(MergedView.row_count), 0))) or 0)
-    if written * ANALYZE_SHARE < total and (not sqlite or db.counted_rows(session, "merged_rows") is not None):
-        return
-    if sqlite:
-        session.execute(text("PRAGMA analysis_limit = 0"))
-    session.execute(text("ANALYZE merged_rows"))
+    db.analyze_if_stale(session, "merged_rows", written)
 
 
 def _merge_pairs(

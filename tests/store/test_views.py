@@ -588,6 +588,28 @@ def test_on_postgresql_a_new_view_is_served_while_another_transaction_analyses_t
     assert len(views) == 4 and counted == views
 
 
+def test_on_postgresql_a_view_built_whole_is_not_held_up_by_another_transactions_analysis(sessions, engine):
+    """A view written whole takes the planner's statistics of `merged_rows` in its
+    build (`upkeep._analyze`) by the rule of every large write (`db.analyze_if_stale`):
+    while another transaction holds ANALYZE's lock on the table (an ingest that
+    analysed it after writing a large view holds it to its commit), the build goes on
+    without them and the buyer is served. Before, it waited for that lock until the
+    statement timeout and failed, its view built and rolled back."""
+    from sqlalchemy import text
+
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite takes one write at a time: no other transaction analyses meanwhile")
+    rng, vessels = _six_vessels(5)
+    alpha, _, buyer = _two_feeds(sessions)
+    upsert(sessions, alpha, feed_file(rng, [f"a{i}" for i in range(200)], vessels))
+    with engine.connect() as holder:
+        holder.execute(text("ANALYZE merged_rows"))  # its lock held until the rollback below
+        upkeep.ensure_buyer(sessions, buyer)  # the store's first views: written whole
+        rows = Lineups(sessions).frame(buyer, LineupQuery())
+        assert len(rows) and comparable(rows) == comparable(reference(sessions, buyer, LineupQuery()))
+        holder.rollback()
+
+
 def test_views_no_buyer_can_read_are_dropped_after_the_retention(sessions):
     with transaction(sessions) as session:
         payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
