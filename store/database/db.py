@@ -332,6 +332,73 @@ def analyze_if_stale(session: Session, table: str, written: int) -> bool:
     return analyze_unless_busy(session, table)
 
 
+def vacuum_after_commit(session: Session, table: str, written: int) -> None:
+    """On PostgreSQL, once the session's transaction has committed, VACUUM `table`
+    when the rows written since its last vacuum (PostgreSQL's count of them before
+    this transaction, and the `written` rows of this one) are at least `STALE_SHARE`
+    of its rows: autovacuum's rule for inserts (`autovacuum_vacuum_insert_scale_factor`),
+    applied where the write happens, as `analyze_if_stale` does for statistics.
+
+    A vacuum marks the table's pages all-visible, which is what lets the views'
+    lookups of the records read their covering indexes alone (index-only scans): a
+    daily update's read of the identities of ~600 names at 1,000,000 records took
+    0.71 s through the table, 0.18 s from the (name) index alone once vacuumed
+    (2026-11-29). Autovacuum does it too, when it is on (it is off on this project's
+    machines), a minute or more later, and for inserts only past a fifth of the
+    table. After the commit, since VACUUM cannot run in a transaction; it skips the
+    table when another holds it (`SKIP_LOCKED`: a vacuum or an analysis under way);
+    a failure is logged, the write being committed by then. PostgreSQL's count lags
+    its writes by up to seconds, so a write counted after a vacuum that followed it
+    can bring the next vacuum early: one more pass over the pages written since."""
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    root = session.get_transaction()
+    pending = session.info.get(_TO_VACUUM)
+    if pending is None or pending[0] is not root:  # the transaction's first
+        pending = session.info[_TO_VACUUM] = (root, {})
+        if not event.contains(session, "after_commit", _vacuum_written):
+            event.listen(session, "after_commit", _vacuum_written)
+    counts = pending[1]
+    if table not in counts:  # written before this transaction: its own are not counted yet
+        since = session.execute(text(
+            "SELECT n_ins_since_vacuum + n_dead_tup FROM pg_stat_user_tables WHERE relid = to_regclass(:t)"
+        ), {"t": table}).scalar()
+        counts[table] = int(since or 0)
+    counts[table] += written
+
+
+def _vacuum_written(session: Session) -> None:
+    """`vacuum_after_commit`'s work, once its transaction has committed (SQLAlchemy
+    calls this for a savepoint's release too, and for every later transaction of the
+    session)."""
+    if session.in_nested_transaction():
+        return
+    root, counts = session.info.get(_TO_VACUUM, (None, {}))
+    if root is not session.get_transaction():
+        return
+    del session.info[_TO_VACUUM]
+    engine = session.get_bind()
+    for table, written in counts.items():
+        try:
+            with engine.connect() as connection:
+                connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+                known = connection.execute(text("SELECT reltuples FROM pg_class WHERE oid = to_regclass(:t)"), {"t": table}).scalar()
+                if known is not None and written < STALE_SHARE * known:
+                    continue
+                connection.execute(text("SET statement_timeout = 0"))  # a vacuum after a large load
+                try:
+                    connection.execute(text(f"VACUUM (SKIP_LOCKED) {table}"))
+                finally:
+                    connection.execute(text("RESET statement_timeout"))
+        except sa_exc.SQLAlchemyError:
+            log.warning("%s not vacuumed after a large write", table, exc_info=True)
+
+
+#: `Session.info`'s key of the rows written per table since its last vacuum, for
+#: `vacuum_after_commit`.
+_TO_VACUUM = "lineups.to_vacuum"
+
+
 def analyze_unless_busy(session: Session, table: str) -> bool:
     """PostgreSQL's ANALYZE of `table` (a table, or some of its columns: "merged_rows
     (view_id)") in a savepoint, waiting at most `ANALYZE_LOCK_WAIT_MS` for another

@@ -27,7 +27,7 @@ from store.intake.feeds import lock_feed, next_version
 from store.intake.feedfile import read_feed_file
 from store.fields import CONTENT_FIELDS, utcnow
 from store.intake.mapping import Mapping
-from store.database.db import analyze_if_stale, sqlite_page_cache
+from store.database.db import analyze_if_stale, sqlite_page_cache, vacuum_after_commit
 from store.database.schema import Feed, Record, RecordRevision
 from store.merging.records import names_carried
 from store.views import upkeep
@@ -116,6 +116,8 @@ def _upsert(session: Session, feed: Feed, clean: pd.DataFrame, progress: Progres
         with _indexes_built_after(session, report.inserted):
             _insert_new(session, feed, joined[is_new], now, progress)
         _update_changed(session, joined[changed], now, progress)
+        # After the commit (PostgreSQL): the pages all-visible, for index-only lookups.
+        vacuum_after_commit(session, "records", report.inserted + report.updated)
         # Before the views' lookups plan their statements; the lock it takes on the
         # table (one ANALYZE at a time) comes before any view's: no deadlock.
         analyze_if_stale(session, "records", report.inserted + report.updated)

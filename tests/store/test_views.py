@@ -497,6 +497,39 @@ def test_the_planner_counts_a_load_of_a_tenth_of_the_records_or_more(sessions):
         assert _counted_records(session) == 245
 
 
+def test_on_postgresql_a_load_of_a_tenth_of_the_records_or_more_is_vacuumed_once_committed(sessions, engine):
+    """A vacuum marks the records' pages all-visible, so that the views' lookups read
+    their covering indexes alone: a daily update's read of the identities of ~600
+    names at 1,000,000 records took 0.71 s through the table, 0.18 s from the index
+    alone. Nothing else vacuums on a server whose autovacuum is off (this machine's),
+    and autovacuum comes a minute or more later, for inserts past a fifth of the
+    table. A load of a tenth of the records or more is vacuumed once it has committed."""
+    from sqlalchemy import text
+
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite has no visibility map: its indexes answer alone without a vacuum")
+
+    def vacuums() -> int:
+        with engine.connect() as connection:
+            return connection.scalar(text(
+                "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = to_regclass('records')"
+            ))
+
+    rng, vessels = _six_vessels(5)
+    alpha, bravo, _ = _two_feeds(sessions)
+    assert vacuums() == 0
+    upsert(sessions, alpha, feed_file(rng, [f"a{i}" for i in range(200)], vessels))
+    assert vacuums() == 1
+    upsert(sessions, bravo, feed_file(rng, [f"c{i}" for i in range(40)], vessels))
+    assert vacuums() == 2
+    rows = feed_file(rng, [f"d{i}" for i in range(60)], vessels)
+    with pytest.raises(RuntimeError), transaction(sessions) as session:  # rolled back: nothing to vacuum
+        clean = validate.validate_frame(rows.assign(_line=np.arange(2, len(rows) + 2)), name="feed.csv")
+        ingest.upsert(session, session.get(Feed, bravo), clean)
+        raise RuntimeError("rolled back")
+    assert vacuums() == 2
+
+
 def test_on_postgresql_a_large_load_is_not_held_up_by_another_transactions_analysis(sessions, engine):
     """A large ingest's ANALYZE of the records (`db.analyze_if_stale`) waits at most
     a moment for another transaction's, which holds its lock to its commit (a large
