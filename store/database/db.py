@@ -315,7 +315,7 @@ def analyze_if_stale(session: Session, table: str, written: int) -> bool:
     when `written` rows are at least `STALE_SHARE` of the rows its statistics know, or
     it has none yet; returns whether it did. That is PostgreSQL's autovacuum's own rule
     (`autovacuum_analyze_scale_factor`), applied where the write happens, on both
-    stores: autovacuum may be off (it is on this project's machines) or minutes
+    stores: autovacuum may be off (it is off on this project's machines) or minutes
     behind, and SQLite has none. Without statistics of the records, PostgreSQL took a
     feed for 250 records instead of 50,000 and answered a daily update's lookups with
     scans of every record, and SQLite took the (feed, ref) key for the best way to a
