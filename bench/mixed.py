@@ -20,11 +20,16 @@ started:
    view (the commit), and the command's own wait;
 6. the server's memory after the pass.
 
+With `--pg URL` each store is built in a new schema of that PostgreSQL database
+(dropped afterwards) instead of a SQLite file, and served from it; Datasette, which
+reads SQLite files, is then left out.
+
 Load only ever targets 127.0.0.1; every process started is stopped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import multiprocessing
@@ -37,7 +42,9 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
+from typing import Iterator
 from urllib.parse import urlencode
 
 import requests
@@ -335,11 +342,21 @@ def path_of(params: dict) -> str:
     return "/v1/lineups?" + urlencode(params)
 
 
+def store_env(dataset: Dataset) -> dict[str, str]:
+    """The environment that points a `lineups` command at the dataset's store (on
+    PostgreSQL with the signing secret that a store other than SQLite requires, one per
+    store)."""
+    if dataset.is_sqlite:
+        return {"LINEUPS_DB": dataset.db_url}
+    return {"LINEUPS_DB": dataset.db_url, "LINEUPS_DB_SCHEMA": dataset.db_schema or "",
+            "LINEUPS_SECRET": f"bench-mixed-{dataset.db_schema}-{dataset.buyer_id}"}
+
+
 def start_server(dataset: Dataset, folder: Path, name: str = "serve") -> tuple[Process, float]:
     """A fresh `lineups serve` and the seconds until it answered /healthz."""
     port = free_port()
-    env = {"LINEUPS_RATE_LIMIT": str(RATE_LIMIT), "LINEUPS_BASE_URL": f"http://127.0.0.1:{port}"}
-    command = [*lineups_command(), "serve", "--db", dataset.db_url, "--host", "127.0.0.1", "--port", str(port)]
+    env = {"LINEUPS_RATE_LIMIT": str(RATE_LIMIT), "LINEUPS_BASE_URL": f"http://127.0.0.1:{port}", **store_env(dataset)}
+    command = [*lineups_command(), "serve", "--host", "127.0.0.1", "--port", str(port)]
     start = time.perf_counter()
     server = Process(command, port, folder / f"{name}.log", env).start("/healthz")
     return server, time.perf_counter() - start
@@ -403,7 +420,8 @@ def mixed_figures(dataset: Dataset, folder: Path, count: int, with_datasette: bo
     figures = [
         Figure("mixed.views", "Mixed workload", f"building every buyer's views ({len(buyers.keys)} buyers, {size})",
                "s", [views_s], note=f"{kept['views']} views, {kept['rows']:,} rows"),
-        Figure("mixed.view_bytes", "Mixed workload", "storage of the views: bytes per kept row (SQLite, with indexes)",
+        Figure("mixed.view_bytes", "Mixed workload",
+               f"storage of the views: bytes per kept row ({'SQLite' if dataset.is_sqlite else 'PostgreSQL'}, with indexes)",
                "B", [kept["bytes"] / max(kept["rows"], 1)]),
     ]
     raw: dict = {"records": dataset.records, "views_s": views_s, **{f"kept_{k}": v for k, v in kept.items()}}
@@ -425,7 +443,7 @@ def mixed_figures(dataset: Dataset, folder: Path, count: int, with_datasette: bo
             figures += big_ingest(dataset, server, others, folder, ingest_rows)
     if "daily" in steps:
         figures += fresh_daily_update(dataset)
-    if with_datasette and "datasette" in steps:
+    if with_datasette and "datasette" in steps and dataset.is_sqlite:
         theirs, their_rss = datasette_pass(dataset, buyers, asks, folder)
         raw.update(datasette=dataclasses.asdict(theirs), datasette_rate=theirs.rate, datasette_rss_mib=their_rss)
         figures += [
@@ -468,7 +486,7 @@ def subscription_change(dataset: Dataset, buyers: Buyers, server: Process, asks:
     name = "Mixed Buyer 1"
     buyer_id, key, feeds = buyers.keys[name]
     extra = next(f for f in dataset.feed_ids if f not in feeds)
-    env = {**os.environ, "LINEUPS_DB": dataset.db_url}
+    env = {**os.environ, **store_env(dataset)}
     mine = [(path_of(p), k) for n, k, p in asks if n == name]
     with Probe(server.base_url, others, quiet_rounds=QUIET_ROUNDS) as probe, Probe(server.base_url, mine[:50]) as own:
         start = time.perf_counter()
@@ -504,7 +522,7 @@ def big_ingest(dataset: Dataset, server: Process, others: list, folder: Path, ro
 
     path = folder / "big-ingest.csv"
     count = write_feed_file(path, rows, seed=99)
-    env = {**os.environ, "LINEUPS_DB": dataset.db_url}
+    env = {**os.environ, **store_env(dataset)}
     with Probe(server.base_url, others, quiet_rounds=QUIET_ROUNDS) as probe:
         start = time.perf_counter()
         done = subprocess.run([*lineups_command(), "ingest", dataset.feed_ids[-1], str(path), "--json"], env=env,
@@ -677,6 +695,25 @@ def write_curve(out: Path, results: list[dict]) -> None:
     ]), encoding="utf-8")
 
 
+@contextlib.contextmanager
+def pg_schema(pg_url: str | None) -> Iterator[str | None]:
+    """A new, empty schema of `pg_url` for a store, dropped afterwards; None without one."""
+    if not pg_url:
+        yield None
+        return
+    from store.database.db import make_engine
+
+    schema, admin = "bench_mixed_" + uuid.uuid4().hex[:12], make_engine(pg_url)
+    with admin.begin() as connection:
+        connection.execute(text(f"CREATE SCHEMA {schema}"))
+    try:
+        yield schema
+    finally:
+        with admin.begin() as connection:
+            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
+
+
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     import argparse
     import datetime as dt
@@ -690,6 +727,9 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     parser.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS),
                         help="the steps to run (default all); with --out to a file of their own")
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks-mixed.md"))
+    parser.add_argument("--pg", default=None, metavar="URL",
+                        help="build and serve each store in a new schema of this PostgreSQL database (dropped after) "
+                             "instead of a SQLite file; Datasette is then left out")
     parser.add_argument("--keep-other-sizes", action="store_true",
                         help="keep the sizes of the existing JSON that this run does not measure (each column says when it was measured)")
     args = parser.parse_args(argv)
@@ -699,9 +739,9 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     results = []
     for records in args.records:
         when, where = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), machine()
-        with tempfile.TemporaryDirectory(prefix="lineups-mixed-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="lineups-mixed-") as tmp, pg_schema(args.pg) as schema:
             print(f"[mixed] building a store of {records:,} records …", file=sys.stderr, flush=True)
-            dataset = build_store(Path(tmp), records)
+            dataset = build_store(Path(tmp), records, db_url=args.pg, db_schema=schema)
             figures, raw = mixed_figures(dataset, Path(tmp), args.queries, steps=tuple(args.steps))
             results.append({"measured_at": when, "machine": where, "steps": list(args.steps), "raw": raw,
                             "figures": [f.as_dict() for f in figures]})
