@@ -676,10 +676,11 @@ def write_curve(out: Path, results: list[dict]) -> None:
         rows.append(f"| {label} | " + " | ".join("—" if c is None else f"{c:,.1f}" for c in cells) + " |")
     steps = sorted({step for r in results for step in r.get("steps", STEPS)}, key=STEPS.index)
     only = "" if len(steps) == len(STEPS) else " --steps " + " ".join(steps) + f" --out {out}"
+    on_pg = any(r.get("store") == "postgresql" for r in results)
     out.write_text("\n".join([
-        "# The mixed workload at several store sizes",
+        "# The mixed workload at several store sizes" + (", on PostgreSQL" if on_pg else ""),
         "",
-        f"Written by `.venv/bin/python bench/mixed.py --records 250000 1000000{only} …` (see `bench/mixed.py` for what it",
+        f"Written by `.venv/bin/python bench/mixed.py --records 250000 1000000{' --pg URL' if on_pg else ''}{only} …` (see `bench/mixed.py` for what it",
         "does; `--keep-other-sizes` adds a size to the sizes measured before). **Measured:** "
         + "; ".join(f"{r['raw']['records']:,} records at {r.get('measured_at', '?')}" for r in results)
         + f". **Machine:** {results[-1].get('machine', '?')}.",
@@ -744,6 +745,7 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
             dataset = build_store(Path(tmp), records, db_url=args.pg, db_schema=schema)
             figures, raw = mixed_figures(dataset, Path(tmp), args.queries, steps=tuple(args.steps))
             results.append({"measured_at": when, "machine": where, "steps": list(args.steps), "raw": raw,
+                            "store": "sqlite" if dataset.is_sqlite else "postgresql",
                             "figures": [f.as_dict() for f in figures]})
             for figure in figures:
                 print(f"[mixed] {records:>9,} {figure.id:28s} {figure.median:>12,.2f} {figure.unit}", file=sys.stderr, flush=True)
