@@ -13,14 +13,16 @@ part new ones, the way a daily feed file does.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import uuid
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from store.access import accounts
@@ -59,6 +61,21 @@ class Dataset:
 
     def sessions(self) -> sessionmaker[Session]:
         return make_sessionmaker(self.engine())
+
+
+@contextlib.contextmanager
+def fresh_schema(pg_url: str, prefix: str = "bench_") -> Iterator[str]:
+    """A new, empty schema of `pg_url` (named `prefix`…) for a bench store, dropped
+    afterwards."""
+    schema, admin = prefix + uuid.uuid4().hex[:12], make_engine(pg_url)
+    with admin.begin() as connection:
+        connection.execute(text(f"CREATE SCHEMA {schema}"))
+    try:
+        yield schema
+    finally:
+        with admin.begin() as connection:
+            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
 
 
 def build_store(folder: Path, records: int, seed: int = SEED, db_url: str | None = None,

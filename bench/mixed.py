@@ -42,7 +42,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlencode
@@ -50,7 +49,7 @@ from urllib.parse import urlencode
 import requests
 from sqlalchemy import func, select, text
 
-from dataset import ANCHOR, Dataset
+from dataset import ANCHOR, Dataset, fresh_schema
 from dataset import changes as dataset_changes
 from figures import Figure, Target
 from load import WRK, p99
@@ -698,21 +697,12 @@ def write_curve(out: Path, results: list[dict]) -> None:
 
 @contextlib.contextmanager
 def pg_schema(pg_url: str | None) -> Iterator[str | None]:
-    """A new, empty schema of `pg_url` for a store, dropped afterwards; None without one."""
+    """A new schema of `pg_url` for a store (`dataset.fresh_schema`); None without one."""
     if not pg_url:
         yield None
         return
-    from store.database.db import make_engine
-
-    schema, admin = "bench_mixed_" + uuid.uuid4().hex[:12], make_engine(pg_url)
-    with admin.begin() as connection:
-        connection.execute(text(f"CREATE SCHEMA {schema}"))
-    try:
+    with fresh_schema(pg_url, "bench_mixed_") as schema:
         yield schema
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
 
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command

@@ -45,7 +45,7 @@ import psutil
 import requests
 from sqlalchemy import text
 
-from dataset import build_store
+from dataset import build_store, fresh_schema
 from mixed import CLIENTS, add_buyers, load_pass, path_of, questions
 from processes import Process, free_port
 from server_figures import RATE_LIMIT, lineups_command
@@ -86,23 +86,6 @@ def stage(name: str, every: float = 30.0):
 
 
 # ---------------------------------------------------------------- the schema
-@contextlib.contextmanager
-def fresh_schema(pg_url: str):
-    """A new, empty schema of `pg_url` (named bench_scaling_…), dropped afterwards."""
-    schema = "bench_scaling_" + uuid.uuid4().hex[:12]
-    admin = make_engine(pg_url)
-    with admin.begin() as connection:
-        connection.execute(text(f"CREATE SCHEMA {schema}"))
-    say(f"made schema {schema}")
-    try:
-        yield schema
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
-        say(f"dropped schema {schema}")
-
-
 def vacuum_analyze(pg_url: str, schema: str) -> None:
     engine = make_engine(pg_url, statement_timeout_ms=0, schema=schema)
     try:
@@ -268,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     where = machine()
     say(f"{where}; {args.records:,} records, {args.queries:,} questions a pass, {args.rounds} rounds, {CLIENTS} connections")
     passes: list[dict] = []
-    with tempfile.TemporaryDirectory(prefix="lineups-scaling-") as tmp, fresh_schema(args.pg) as schema:
+    with tempfile.TemporaryDirectory(prefix="lineups-scaling-") as tmp, fresh_schema(args.pg, "bench_scaling_") as schema:
         folder = Path(tmp)
         with stage(f"building a store of {args.records:,} records in {schema}"):
             dataset = build_store(folder, args.records, db_url=args.pg, db_schema=schema)
