@@ -18,7 +18,7 @@ import time
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-from sqlalchemy import Engine, create_engine, event, exc as sa_exc, func, insert, select, text
+from sqlalchemy import Connection, Engine, create_engine, event, exc as sa_exc, func, insert, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from store.reference.ports import default_directory
@@ -382,7 +382,7 @@ def _vacuum_written(session: Session) -> None:
         try:
             with engine.connect() as connection:
                 connection = connection.execution_options(isolation_level="AUTOCOMMIT")
-                known = connection.execute(text("SELECT reltuples FROM pg_class WHERE oid = to_regclass(:t)"), {"t": table}).scalar()
+                known = _reltuples(connection, table)
                 if known is not None and written < STALE_SHARE * known:
                     continue
                 connection.execute(text("SET statement_timeout = 0"))  # a vacuum after a large load
@@ -423,13 +423,18 @@ def analyze_unless_busy(session: Session, table: str) -> bool:
 def counted_rows(session: Session, table: str) -> float | None:
     """The rows of `table` that the planner's statistics count; None when it has none."""
     if session.connection().dialect.name == "postgresql":
-        known = session.execute(text("SELECT reltuples FROM pg_class WHERE oid = to_regclass(:t)"), {"t": table}).scalar()
-        return known if known is not None and known >= 0 else None
+        return _reltuples(session, table)
     try:
         stat = session.execute(text("SELECT stat FROM sqlite_stat1 WHERE tbl = :t LIMIT 1"), {"t": table}).scalar()
     except sa_exc.OperationalError:  # no ANALYZE ever ran: no sqlite_stat1 table
         return None
     return float(stat.split()[0]) if stat else None
+
+
+def _reltuples(executor: Session | Connection, table: str) -> float | None:
+    """PostgreSQL's count of `table`'s rows in its statistics; None when it has none."""
+    known = executor.execute(text("SELECT reltuples FROM pg_class WHERE oid = to_regclass(:t)"), {"t": table}).scalar()
+    return known if known is not None and known >= 0 else None
 
 
 #: A write of at least this share of a table's rows makes its statistics stale.

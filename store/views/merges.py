@@ -57,8 +57,7 @@ class Merges:
         its own merge, C2.6)."""
         feeds = [f for f in view.feeds if sources is None or f in sources]
         if view.mode == "all":
-            records = self._records_in(feeds, pairs)
-            return merge.merge(records if len(records) else load_records(self.session, []), "all", identities)
+            return merge.merge(self._records_in(feeds, pairs), "all", identities)
         records = [r for _, r in self._records_of(feeds, pairs) if len(r)]
         if not records:
             return merge.merge(load_records(self.session, []), view.mode)
@@ -213,12 +212,14 @@ class Merges:
         """The records of `feeds` (of the `pairs`, when given) in one frame: an `all`
         view's, taken from the loaded records with one mask instead of a frame per
         feed joined again (in a daily update at 1,000,000 records, twenty slices and
-        a join of them for each of its views)."""
+        a join of them for each of its views); with none, the empty merge input."""
         if pairs is None:
-            parts = [r for _, r in self._records_of(feeds, None) if len(r)]
-            return columns.concat(parts) if parts else load_records(self.session, [])
-        frame, wanted, source = self._of_pairs(feeds, pairs)
-        return frame[wanted & np.isin(source, list(feeds))].reset_index(drop=True)
+            parts = [r for _, r in self._records_of(feeds, None)]
+        else:
+            frame, wanted, source = self._of_pairs(feeds, pairs)
+            parts = [frame[wanted & np.isin(source, list(feeds))].reset_index(drop=True)]
+        parts = [r for r in parts if len(r)]
+        return columns.concat(parts) if parts else load_records(self.session, [])
 
     def _of_pairs(self, feeds: Sequence[str], pairs: frozenset[Pair]) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
         """The loaded records (of every feed known), loading the `pairs` not loaded
