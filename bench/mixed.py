@@ -43,7 +43,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import urlencode
 
 import requests
@@ -695,16 +694,6 @@ def write_curve(out: Path, results: list[dict]) -> None:
     ]), encoding="utf-8")
 
 
-@contextlib.contextmanager
-def pg_schema(pg_url: str | None) -> Iterator[str | None]:
-    """A new schema of `pg_url` for a store (`dataset.fresh_schema`); None without one."""
-    if not pg_url:
-        yield None
-        return
-    with fresh_schema(pg_url, "bench_mixed_") as schema:
-        yield schema
-
-
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     import argparse
     import datetime as dt
@@ -730,7 +719,8 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     results = []
     for records in args.records:
         when, where = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), machine()
-        with tempfile.TemporaryDirectory(prefix="lineups-mixed-") as tmp, pg_schema(args.pg) as schema:
+        schemas = fresh_schema(args.pg, "bench_mixed_") if args.pg else contextlib.nullcontext()
+        with tempfile.TemporaryDirectory(prefix="lineups-mixed-") as tmp, schemas as schema:
             print(f"[mixed] building a store of {records:,} records …", file=sys.stderr, flush=True)
             dataset = build_store(Path(tmp), records, db_url=args.pg, db_schema=schema)
             figures, raw = mixed_figures(dataset, Path(tmp), args.queries, steps=tuple(args.steps))

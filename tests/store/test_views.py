@@ -81,8 +81,13 @@ def feed_file(rng: np.random.Generator, refs: list[str], vessels: list[tuple[str
 
 def upsert(sessions, feed_id: str, rows: pd.DataFrame) -> ingest.IngestReport:
     with transaction(sessions) as session:
-        clean = validate.validate_frame(rows.assign(_line=np.arange(2, len(rows) + 2)), name="feed.csv")
-        return ingest.upsert(session, session.get(Feed, feed_id), clean)
+        return upsert_in(session, feed_id, rows)
+
+
+def upsert_in(session, feed_id: str, rows: pd.DataFrame) -> ingest.IngestReport:
+    """`upsert` in the caller's transaction."""
+    clean = validate.validate_frame(rows.assign(_line=np.arange(2, len(rows) + 2)), name="feed.csv")
+    return ingest.upsert(session, session.get(Feed, feed_id), clean)
 
 
 def reference(sessions, buyer_id: str, query: LineupQuery) -> pd.DataFrame:
@@ -522,10 +527,8 @@ def test_on_postgresql_a_load_of_a_tenth_of_the_records_or_more_is_vacuumed_once
     assert vacuums() == 1
     upsert(sessions, bravo, feed_file(rng, [f"c{i}" for i in range(40)], vessels))
     assert vacuums() == 2
-    rows = feed_file(rng, [f"d{i}" for i in range(60)], vessels)
     with pytest.raises(RuntimeError), transaction(sessions) as session:  # rolled back: nothing to vacuum
-        clean = validate.validate_frame(rows.assign(_line=np.arange(2, len(rows) + 2)), name="feed.csv")
-        ingest.upsert(session, session.get(Feed, bravo), clean)
+        upsert_in(session, bravo, feed_file(rng, [f"d{i}" for i in range(60)], vessels))
         raise RuntimeError("rolled back")
     assert vacuums() == 2
 
