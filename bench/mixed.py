@@ -22,7 +22,9 @@ started:
 
 With `--pg URL` each store is built in a new schema of that PostgreSQL database
 (dropped afterwards) instead of a SQLite file, and served from it; Datasette, which
-reads SQLite files, is then left out.
+reads SQLite files, is then left out. `--own-pg` does the same on a PostgreSQL server
+of the run's own, set up as docs/deploying.md recommends (`bench/own_postgres.py`),
+instead of the machine's, which runs Debian's defaults.
 
 Load only ever targets 127.0.0.1; every process started is stopped.
 """
@@ -52,6 +54,7 @@ from dataset import ANCHOR, Dataset, fresh_schema
 from dataset import changes as dataset_changes
 from figures import Figure, Target
 from load import WRK, p99
+from own_postgres import describe, own_server
 from processes import Process, free_port, rss_mib
 from server_figures import EXPLORER_READY, RATE_LIMIT, lineups_command
 
@@ -675,13 +678,14 @@ def write_curve(out: Path, results: list[dict]) -> None:
     steps = sorted({step for r in results for step in r.get("steps", STEPS)}, key=STEPS.index)
     only = "" if len(steps) == len(STEPS) else " --steps " + " ".join(steps) + f" --out {out}"
     on_pg = any(r.get("store") == "postgresql" for r in results)
+    own = next((r["postgresql"] for r in results if "postgresql" in r), None)
     out.write_text("\n".join([
         "# The mixed workload at several store sizes" + (", on PostgreSQL" if on_pg else ""),
         "",
-        f"Written by `.venv/bin/python bench/mixed.py --records 250000 1000000{' --pg URL' if on_pg else ''}{only} …` (see `bench/mixed.py` for what it",
+        f"Written by `.venv/bin/python bench/mixed.py --records 250000 1000000{(' --own-pg' if own else ' --pg URL') if on_pg else ''}{only} …` (see `bench/mixed.py` for what it",
         "does; `--keep-other-sizes` adds a size to the sizes measured before). **Measured:** "
         + "; ".join(f"{r['raw']['records']:,} records at {r.get('measured_at', '?')}" for r in results)
-        + f". **Machine:** {results[-1].get('machine', '?')}.",
+        + f". **Machine:** {results[-1].get('machine', '?')}." + (f" **PostgreSQL:** {own}." if own else ""),
         "",
         "| figure | " + " | ".join(f"{n:,} records" for n in sizes) + " |",
         "|---|" + "--:|" * len(sizes),
@@ -696,10 +700,6 @@ def write_curve(out: Path, results: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     import argparse
-    import datetime as dt
-
-    from dataset import build_store
-    from run import machine
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, nargs="+", default=[250_000, 1_000_000])
@@ -707,9 +707,13 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     parser.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS),
                         help="the steps to run (default all); with --out to a file of their own")
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks-mixed.md"))
-    parser.add_argument("--pg", default=None, metavar="URL",
-                        help="build and serve each store in a new schema of this PostgreSQL database (dropped after) "
-                             "instead of a SQLite file; Datasette is then left out")
+    where_pg = parser.add_mutually_exclusive_group()
+    where_pg.add_argument("--pg", default=None, metavar="URL",
+                          help="build and serve each store in a new schema of this PostgreSQL database (dropped after) "
+                               "instead of a SQLite file; Datasette is then left out")
+    where_pg.add_argument("--own-pg", action="store_true",
+                          help="as --pg, on a PostgreSQL server of the run's own set up as docs/deploying.md recommends "
+                               "(bench/own_postgres.py)")
     parser.add_argument("--keep-other-sizes", action="store_true",
                         help="keep the sizes of the existing JSON that this run does not measure (each column says when it was measured)")
     args = parser.parse_args(argv)
@@ -717,22 +721,34 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     if args.keep_other_sizes and args.out.with_suffix(".json").exists():
         kept = [r for r in json.loads(args.out.with_suffix(".json").read_text()) if r["raw"]["records"] not in args.records]
     results = []
+    with own_server() if args.own_pg else contextlib.nullcontext(args.pg) as pg_url:
+        run_sizes(args, pg_url, kept, results)
+    return 0
+
+
+def run_sizes(args, pg_url: str | None, kept: list[dict], results: list[dict]) -> None:  # pragma: no cover - a command
+    """`main`'s runs, one store size at a time, on SQLite or in a new schema of `pg_url`."""
+    import datetime as dt
+
+    from dataset import build_store
+    from run import machine
+
     for records in args.records:
         when, where = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), machine()
-        schemas = fresh_schema(args.pg, "bench_mixed_") if args.pg else contextlib.nullcontext()
+        schemas = fresh_schema(pg_url, "bench_mixed_") if pg_url else contextlib.nullcontext()
         with tempfile.TemporaryDirectory(prefix="lineups-mixed-") as tmp, schemas as schema:
             print(f"[mixed] building a store of {records:,} records …", file=sys.stderr, flush=True)
-            dataset = build_store(Path(tmp), records, db_url=args.pg, db_schema=schema)
+            dataset = build_store(Path(tmp), records, db_url=pg_url, db_schema=schema)
             figures, raw = mixed_figures(dataset, Path(tmp), args.queries, steps=tuple(args.steps))
             results.append({"measured_at": when, "machine": where, "steps": list(args.steps), "raw": raw,
                             "store": "sqlite" if dataset.is_sqlite else "postgresql",
+                            **({"postgresql": f"the run's own ({describe()})"} if args.own_pg else {}),
                             "figures": [f.as_dict() for f in figures]})
             for figure in figures:
                 print(f"[mixed] {records:>9,} {figure.id:28s} {figure.median:>12,.2f} {figure.unit}", file=sys.stderr, flush=True)
         every = sorted(kept + results, key=lambda r: r["raw"]["records"])
         args.out.with_suffix(".json").write_text(json.dumps(every, indent=1, default=str) + "\n")
         write_curve(args.out, every)
-    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,8 +6,10 @@ queries per second of one process").
 
 Builds the bench store (`dataset.build_store`: 20 feeds) with the mixed workload's
 buyers and views (`mixed.add_buyers`) in a fresh schema of the local PostgreSQL
-(`--pg`, default the `test` database), runs `VACUUM ANALYZE` on its tables (what
-autovacuum would have done; the local PostgreSQL runs with autovacuum off), then
+(`--pg`, default the `test` database; or `--own-pg`, a server of the run's own set up
+as docs/deploying.md recommends, `bench/own_postgres.py`), runs `VACUUM ANALYZE` on
+its tables (what autovacuum would have done; the local PostgreSQL runs with
+autovacuum off), then
 alternates a fresh `lineups serve --processes N` on that schema, rate limits in Redis
 (`--redis`, as production runs several processes): a warm-up pass with one process
 (not counted: PostgreSQL's caches), then N = 1, 2, 1, 2 … Every pass asks its own
@@ -47,6 +49,7 @@ from sqlalchemy import text
 
 from dataset import build_store, fresh_schema
 from mixed import CLIENTS, add_buyers, load_pass, path_of, questions
+from own_postgres import describe, own_server
 from processes import Process, free_port
 from server_figures import RATE_LIMIT, lineups_command
 
@@ -241,7 +244,11 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     parser.add_argument("--queries", type=int, default=1_500, help="distinct questions per pass")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of one pass with 1, then 2 processes")
     parser.add_argument("--warmup", type=int, default=500, help="questions of the uncounted first pass")
-    parser.add_argument("--pg", default=PG, help="PostgreSQL database (a schema is made in it and dropped)")
+    where_pg = parser.add_mutually_exclusive_group()
+    where_pg.add_argument("--pg", default=PG, help="PostgreSQL database (a schema is made in it and dropped)")
+    where_pg.add_argument("--own-pg", action="store_true",
+                          help="on a PostgreSQL server of the run's own set up as docs/deploying.md recommends "
+                               "(bench/own_postgres.py) instead")
     parser.add_argument("--redis", default=REDIS, help="Redis for the rate limits")
     parser.add_argument("--json", type=Path, help="write every pass's figures here")
     args = parser.parse_args(argv)
@@ -251,16 +258,21 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     where = machine()
     say(f"{where}; {args.records:,} records, {args.queries:,} questions a pass, {args.rounds} rounds, {CLIENTS} connections")
     passes: list[dict] = []
-    with tempfile.TemporaryDirectory(prefix="lineups-scaling-") as tmp, fresh_schema(args.pg, "bench_scaling_") as schema:
+    server = "the machine's" if not args.own_pg else f"the run's own ({describe()})"
+    say(f"PostgreSQL: {server}")
+    with contextlib.ExitStack() as stack:
+        pg_url = stack.enter_context(own_server()) if args.own_pg else args.pg
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="lineups-scaling-"))
+        schema = stack.enter_context(fresh_schema(pg_url, "bench_scaling_"))
         folder = Path(tmp)
         with stage(f"building a store of {args.records:,} records in {schema}"):
-            dataset = build_store(folder, args.records, db_url=args.pg, db_schema=schema)
+            dataset = build_store(folder, args.records, db_url=pg_url, db_schema=schema)
         with stage("adding the buyers and building their views"):
             buyers, views_s, kept = add_buyers(dataset)
         say(f"  {len(buyers.keys)} buyers, {kept['views']} views, {kept['rows']:,} kept rows, "
             f"{kept['bytes'] / 2**20:,.0f} MiB of tables and indexes, views in {views_s:.1f} s")
         with stage("VACUUM ANALYZE of the schema's tables"):
-            vacuum_analyze(args.pg, schema)
+            vacuum_analyze(pg_url, schema)
         plan = [("warm-up", 1, args.warmup)]
         for round_ in range(1, args.rounds + 1):
             plan += [(f"{n}p round {round_}", n, args.queries) for n in (1, 2)]
@@ -282,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
           flush=True)
     if args.json:
         args.json.write_text(json.dumps({
-            "started": started, "machine": where, "records": dataset.records, "views_s": views_s, "kept": kept,
+            "started": started, "machine": where, "postgresql": server, "records": dataset.records, "views_s": views_s, "kept": kept,
             "passes": passes, "one": one, "two": two, "ratio": ratio, "round_ratios": rounds,
         }, indent=1, default=str) + "\n")
     return 0
