@@ -18,6 +18,34 @@ def test_the_migrated_schema_is_the_declared_one(engine):
     assert differences == []
 
 
+def test_the_revisions_read_without_alembic_are_alembics_own(store_settings):
+    """`lineups serve` and every command check the store's revision without importing
+    Alembic (`store.database.migrate`): the newest from the migrations' file names, the
+    store's with a plain query. Both must say what Alembic says, at every step of an
+    upgrade, so that a migration whose revision id is not its file's number is caught
+    here rather than by a server that refuses an upgraded store."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from store.database.db import engine_for
+    from store.database.migrate import current_revision, head_revision, upgrade
+
+    config = Config()
+    config.set_main_option("script_location", "store.database:migrations")
+    scripts = ScriptDirectory.from_config(config)
+    assert head_revision() == scripts.get_current_head()
+    engine = engine_for(store_settings)
+    try:
+        assert current_revision(engine) is None  # an empty store
+        for script in reversed(list(scripts.walk_revisions())):
+            upgrade(engine, script.revision)
+            with engine.connect() as connection:
+                alembics = MigrationContext.configure(connection).get_current_revision()
+            assert current_revision(engine) == alembics == script.revision
+    finally:
+        engine.dispose()
+
+
 def test_upgrading_a_store_with_records_and_their_revisions_loses_nothing(store_settings, tmp_path):
     """Migration 0008 drops a column of `records`, which revisions refer to: a store
     of 0007 with records and revisions comes through whole (on SQLite a table copy
