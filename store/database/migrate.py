@@ -25,16 +25,6 @@ class SchemaBehind(Exception):
     """The store's schema is older than this version of the service."""
 
 
-def _config(connection=None):
-    from alembic.config import Config
-
-    config = Config()
-    config.set_main_option("script_location", "store.database:migrations")
-    if connection is not None:
-        config.attributes["connection"] = connection
-    return config
-
-
 def head_revision() -> str:
     """The newest migration this version of the service ships."""
     return max(path.name.split("_", 1)[0] for path in VERSIONS.glob("[0-9][0-9][0-9][0-9]_*.py"))
@@ -51,9 +41,13 @@ def current_revision(engine: Engine) -> str | None:
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Apply every migration up to `revision`."""
     from alembic import command
+    from alembic.config import Config
 
+    config = Config()
+    config.set_main_option("script_location", "store.database:migrations")
     with engine.begin() as connection:
-        command.upgrade(_config(connection), revision)
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
 
 
 def check_current(engine: Engine, db_url: str) -> None:
