@@ -37,6 +37,7 @@ import json
 import multiprocessing
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -226,7 +227,8 @@ def load_pass(base_url: str, asks: list[tuple[str, str]], connections: int = CLI
     `seconds`, whichever comes first."""
     if not WRK:
         raise RuntimeError("wrk is needed (Debian's package wrk)")
-    marker = Path(tempfile.mkdtemp()) / "done"
+    folder = Path(tempfile.mkdtemp(prefix="lineups-wrk-"))
+    marker = folder / "done"
     script = _LUA % {
         "requests": ", ".join(f"{{{json.dumps(p)}, {json.dumps(k)}}}" for p, k in asks),
         "marker": json.dumps(str(marker)),
@@ -246,7 +248,7 @@ def load_pass(base_url: str, asks: list[tuple[str, str]], connections: int = CLI
         out = proc.communicate(timeout=60)[0]
     finally:
         Path(handle.name).unlink()
-        marker.unlink(missing_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)
     figures = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
     return Pass(figures["requests"], figures["duration_us"] / 1e6, figures["p50_us"] / 1000,
                 figures["p99_us"] / 1000, figures["errors"])
