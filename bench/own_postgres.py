@@ -2,7 +2,7 @@
 the store, for `mixed.py --own-pg` and `scaling.py --own-pg`.
 
 The machine's PostgreSQL runs Debian's defaults: 128 MB of shared buffers, so that a
-1,000,000-record store (3.4 GB of tables and indexes with its views) is read through
+1,000,000-record store (4.1 GB of tables and indexes with its views) is read through
 the kernel's page cache, a system call a page, and that is what its figures measured.
 A server sized for its store holds the pages the service reads in its own buffers.
 `own_server` starts one for a run: a new cluster in a temporary folder (Debian's
