@@ -722,19 +722,20 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     kept = []
     if args.keep_other_sizes and args.out.with_suffix(".json").exists():
         kept = [r for r in json.loads(args.out.with_suffix(".json").read_text()) if r["raw"]["records"] not in args.records]
-    results = []
     with own_server() if args.own_pg else contextlib.nullcontext(args.pg) as pg_url:
-        run_sizes(args, pg_url, kept, results)
+        run_sizes(args, pg_url, kept)
     return 0
 
 
-def run_sizes(args, pg_url: str | None, kept: list[dict], results: list[dict]) -> None:  # pragma: no cover - a command
-    """`main`'s runs, one store size at a time, on SQLite or in a new schema of `pg_url`."""
+def run_sizes(args, pg_url: str | None, kept: list[dict]) -> None:  # pragma: no cover - a command
+    """`main`'s runs, one store size at a time, on SQLite or in a new schema of
+    `pg_url`; the report (beside the `kept` sizes) written after each."""
     import datetime as dt
 
     from dataset import build_store
     from run import machine
 
+    results = []
     for records in args.records:
         when, where = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), machine()
         schemas = fresh_schema(pg_url, "bench_mixed_") if pg_url else contextlib.nullcontext()

@@ -25,6 +25,15 @@ class SchemaBehind(Exception):
     """The store's schema is older than this version of the service."""
 
 
+def _config():
+    """Alembic's configuration of the migrations (imports Alembic)."""
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", "store.database:migrations")
+    return config
+
+
 def head_revision() -> str:
     """The newest migration this version of the service ships."""
     return max(path.name.split("_", 1)[0] for path in VERSIONS.glob("[0-9][0-9][0-9][0-9]_*.py"))
@@ -38,13 +47,19 @@ def current_revision(engine: Engine) -> str | None:
         return connection.scalar(text("SELECT version_num FROM alembic_version"))
 
 
+def scripts():
+    """Alembic's own reading of the migrations (an `alembic.script.ScriptDirectory`;
+    importing Alembic is paid here): what the tests hold the revisions above to."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(_config())
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Apply every migration up to `revision`."""
     from alembic import command
-    from alembic.config import Config
 
-    config = Config()
-    config.set_main_option("script_location", "store.database:migrations")
+    config = _config()
     with engine.begin() as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, revision)

@@ -7,11 +7,9 @@ import json
 import socket
 
 import requests
-from alembic.config import Config
-from alembic.script import ScriptDirectory
 
 from store.database.db import engine_for
-from store.database.migrate import current_revision, head_revision, upgrade
+from store.database.migrate import current_revision, head_revision, scripts, upgrade
 from tests.production.conftest import lineups, store_env
 
 
@@ -30,9 +28,7 @@ def test_postgresql_without_a_secret_is_a_start_up_error():
 
 
 def test_a_store_whose_schema_is_behind_is_refused_until_upgraded(store_settings, served):
-    config = Config()
-    config.set_main_option("script_location", "store.database:migrations")
-    oldest = list(ScriptDirectory.from_config(config).walk_revisions())[-1].revision
+    oldest = list(scripts().walk_revisions())[-1].revision
     assert oldest != head_revision(), "needs a second migration to be behind"
     engine = engine_for(store_settings)
     upgrade(engine, oldest)

@@ -24,20 +24,15 @@ def test_the_revisions_read_without_alembic_are_alembics_own(store_settings):
     store's with a plain query. Both must say what Alembic says, at every step of an
     upgrade, so that a migration whose revision id is not its file's number is caught
     here rather than by a server that refuses an upgraded store."""
-    from alembic.config import Config
-    from alembic.script import ScriptDirectory
-
     from store.database.db import engine_for
-    from store.database.migrate import current_revision, head_revision, upgrade
+    from store.database.migrate import current_revision, head_revision, scripts, upgrade
 
-    config = Config()
-    config.set_main_option("script_location", "store.database:migrations")
-    scripts = ScriptDirectory.from_config(config)
-    assert head_revision() == scripts.get_current_head()
+    alembics_scripts = scripts()
+    assert head_revision() == alembics_scripts.get_current_head()
     engine = engine_for(store_settings)
     try:
         assert current_revision(engine) is None  # an empty store
-        for script in reversed(list(scripts.walk_revisions())):
+        for script in reversed(list(alembics_scripts.walk_revisions())):
             upgrade(engine, script.revision)
             with engine.connect() as connection:
                 alembics = MigrationContext.configure(connection).get_current_revision()
