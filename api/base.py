@@ -31,7 +31,7 @@ from tornado.web import HTTPError, RequestHandler
 
 from api import render
 from api.dependencies import Dependencies
-from api.exports import ExportStalled, NextBlock, csv_of_next_block
+from api.exports import ExportStalled, NextBlock
 from api.request import RequestSession, new_request_id, text_args
 from api.redaction import redact
 from api.ratelimit import Hit
@@ -177,10 +177,10 @@ class BaseHandler(RequestHandler):
 
     async def stream_csv(self, next_block: NextBlock) -> None:
         """Write a whole result as CSV (C9), a block at a time: `next_block()` runs on
-        the export executor and gives the next block of rows (at most
-        `render.CHUNK_ROWS`, C1 columns; None after the last), which is made into
-        CSV text there (`render.csv_block`, Arrow kernels that release the GIL) while
-        the previous one is sent. Memory holds two blocks at most whatever the size
+        the export executor and gives the next block's CSV text (at most
+        `render.CHUNK_ROWS` rows; None after the last), read and made there
+        (`Lineups.csv_blocks`: the driver's fetch, then Arrow kernels that release
+        the GIL) while the previous one is sent. Memory holds two blocks at most whatever the size
         of the result, and a slow client slows only itself (share links, C8).
 
         A client that takes nothing for `stall_s` seconds is cut off, and one that
@@ -191,7 +191,7 @@ class BaseHandler(RequestHandler):
         loop = IOLoop.current()
 
         def block() -> Any:
-            return loop.run_in_executor(self.deps.exports, csv_of_next_block, next_block)
+            return loop.run_in_executor(self.deps.exports, next_block)
 
         step = self.deps.export_slots.limits.send_bytes
         pending = block()

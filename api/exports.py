@@ -19,15 +19,11 @@ import threading
 from collections import Counter
 from typing import Callable, Iterator
 
-from api import render
-
-import pandas as pd
-
 from store.errors import RateLimited
 
-#: A function that returns the next block of an export's rows (at most
-#: `render.CHUNK_ROWS`, C1 columns), or None after the last one.
-NextBlock = Callable[[], "pd.DataFrame | None"]
+#: A function that returns the next block of an export as CSV text (at most
+#: `render.CHUNK_ROWS` rows, no header), or None after the last one.
+NextBlock = Callable[[], "bytes | None"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,10 +95,3 @@ class ExportSlots:
 
 class ExportStalled(Exception):
     """The client of a streamed export took nothing for `ExportLimits.stall_s`."""
-
-
-def csv_of_next_block(next_block: NextBlock) -> bytes | None:
-    """The next block of an export as CSV text, or None after the last (on the
-    export executor)."""
-    frame = next_block()
-    return None if frame is None else render.csv_block(frame, 0, len(frame))

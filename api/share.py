@@ -79,7 +79,7 @@ class ShareHandler(BaseHandler):
             return self.finish()
         # On the export threads, which are not the API's: a block waits there for a view
         # being built (a change landing in the middle of the export).
-        blocks = self.deps.lineups.blocks(link.buyer_id, query, feeds, wait=upkeep.WAIT_S)
+        blocks = self.deps.lineups.csv_blocks(link.buyer_id, query, feeds, wait=upkeep.WAIT_S)
         with self.deps.export_slots.taken(link.id, link.buyer_id):  # 429 beyond (issue 16 item 2)
             await self.stream_csv(lambda: next(blocks, None))
 

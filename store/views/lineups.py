@@ -39,7 +39,8 @@ from store.merging.records import load_identities, load_records_where, name_keys
 from store.database.schema import Feed, MergedRow, MergedView, Record
 from store.reference.taxonomy import Taxonomy, default_taxonomy
 from store.views import sql, upkeep
-from store.views.stored import frame_of
+from store.views.csvtext import csv_of_columns
+from store.views.stored import arrow_columns, frame_of
 
 log = logging.getLogger("lineups.views")
 T = TypeVar("T")
@@ -171,7 +172,13 @@ class Lineups:
 
         def work(session: Session, target: sql.Target) -> Page:
             sparse = sql.is_sparse(session, query, self.taxonomy, target)
-            rows = session.execute(*sql.page_statement(query, self.taxonomy, target, after, limit + 1, sparse)).all()
+            # Reads of the views run on the session's connection, as Core statements
+            # (here and below): the ORM's handling, which a statement of columns does
+            # not need, cost ~45 µs a statement and more a row (in process, 600
+            # distinct first pages 3.08 -> 2.90 ms of CPU each; a share link's 63,561
+            # rows read in 0.57 s instead of 0.83 s).
+            statement = sql.page_statement(query, self.taxonomy, target, after, limit + 1, sparse)
+            rows = session.connection().execute(*statement).all()
             more = len(rows) > limit
             rows = rows[:limit]
             following = sql.position(rows[-1][-1], rows[-1][0]) if more else None
@@ -183,7 +190,8 @@ class Lineups:
         """How many rows `query`'s whole result has."""
         return self._in_views(
             buyer_id, query, entitled,
-            lambda session, target: int(session.scalar(sql.count_statement(query, self.taxonomy, target))), 0,
+            lambda session, target: int(session.connection().scalar(sql.count_statement(query, self.taxonomy, target))),
+            0,
         )
 
     def frame(self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None) -> pd.DataFrame:
@@ -199,10 +207,26 @@ class Lineups:
         that was there throughout). Yields at least one (maybe empty) block. `wait`
         as `page`'s: a share link's export, on threads of its own, gives the full
         `upkeep.WAIT_S` (a coroutine cannot ask its blocks again)."""
+        for page in self._pages(buyer_id, query, entitled, size, wait):
+            yield page.rows
+
+    def csv_blocks(
+        self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None, size: int = BLOCK_ROWS,
+        wait: float | None = None,
+    ) -> Iterator[bytes]:
+        """`blocks` as CSV text without a header (C9), made from the rows as read,
+        with no frame between (`csvtext.csv_of_columns`): a share link's export."""
+        for page in self._pages(buyer_id, query, entitled, size, wait):
+            yield csv_of_columns(arrow_columns(page.records))
+
+    def _pages(
+        self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None, size: int, wait: float | None,
+    ) -> Iterator[Page]:
+        """`blocks`'s pages (at least one), each read after the last one's last row."""
         after: Position | None = None
         while True:
             page = self.page(buyer_id, query, after, size, entitled, wait)
-            yield page.rows
+            yield page
             if page.next is None:
                 return
             after = page.next
@@ -216,7 +240,7 @@ class Lineups:
         NotFound when no visible row has that id."""
 
         def work(session: Session, target: sql.Target) -> dict[str, Any]:
-            hit = session.execute(
+            hit = session.connection().execute(
                 select(
                     MergedRow.vessel_key, MergedRow.port_unlocode, MergedRow.commodity_key, MergedRow.source_id,
                     MergedView.feeds,
@@ -264,7 +288,7 @@ class Lineups:
             statement = sql.ordered_page_statement(
                 query, self.taxonomy, target, offset, limit, column, ascending, _on_postgresql(session)
             )
-            return frame_of(session.execute(statement).all())
+            return frame_of(session.connection().execute(statement).all())
 
         return self._in_views(buyer_id, query, None, work, frame_of([]))
 
@@ -275,7 +299,7 @@ class Lineups:
         (first, last), in C3 order: what a near-duplicate check of a page reads."""
 
         def work(session: Session, target: sql.Target) -> pd.DataFrame:
-            return frame_of(session.execute(sql.near_statement(query, self.taxonomy, target, ports, spans)).all())
+            return frame_of(session.connection().execute(sql.near_statement(query, self.taxonomy, target, ports, spans)).all())
 
         return self._in_views(buyer_id, query, None, work, frame_of([]))
 
@@ -287,7 +311,7 @@ class Lineups:
 
         def work(session: Session, target: sql.Target) -> Summary:
             tonnes, units, statuses = [], {}, []
-            for part, day, a, b, c, value in session.execute(sql.summary_statement(query, self.taxonomy, target)):
+            for part, day, a, b, c, value in session.connection().execute(sql.summary_statement(query, self.taxonomy, target)):
                 if part == "tonnes":
                     tonnes.append((int(day), a, float(value)))
                 elif part == "units":
@@ -345,7 +369,7 @@ def current_target(session: Session, mode: str, feeds: Sequence[FeedVersion], st
     are built); `stale_ok` takes a ready view as it is."""
     versions = {feed.id: feed.data_version for feed in feeds}
     key = upkeep.ViewKey.of(mode, versions)
-    hit = session.execute(_VIEW, {"mode": mode, "feed_set": key.feed_set}).first()
+    hit = session.connection().execute(_VIEW, {"mode": mode, "feed_set": key.feed_set}).first()
     current = hit is not None and all(hit.versions.get(feed_id) == version for feed_id, version in versions.items())
     if hit is None or hit.state != "ready" or (not current and not stale_ok):
         if is_replica(session):

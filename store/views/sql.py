@@ -309,7 +309,7 @@ def is_sparse(session, query: LineupQuery, taxonomy: Taxonomy, target: Target) -
         return False
     wanted = filter_values(query, taxonomy, target.max_span)
     values = {**target_values(target), **{name: wanted[name] for name in ("port", "leaves") if name in wanted}}
-    return session.scalar(_sparse_count("port" in values, target.sources is not None), values) < SPARSE_ROWS
+    return session.connection().scalar(_sparse_count("port" in values, target.sources is not None), values) < SPARSE_ROWS
 
 
 @functools.lru_cache(maxsize=4)

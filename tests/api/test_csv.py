@@ -163,6 +163,34 @@ def test_rows_are_what_the_csv_module_writes():
     assert b"".join(render.csv_lines(rows)) == render.csv_rows(rows)
 
 
+def test_rows_as_kept_are_written_as_their_frame_is():
+    """A share link writes the rows as read from the view (`csv_of_columns`), with
+    no frame between: the same text, cell for cell, as the frame's (issue 15)."""
+    import random
+
+    from store.views.csvtext import csv_of_columns
+    from store.views.stored import arrow_columns
+
+    rng = random.Random(11)
+    alphabet = ['a', 'Z', ' ', ',', '"', '\n', 'ç', "'", '=', '-', '+', '@', '\t', '']
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 5))) for _ in range(200)]
+    texts += ["N/A", " tbc ", "TBN", "ok"]
+    stamps = [None, "2024-03-05T06:00:00Z", "1969-12-31T23:59:59Z", "2099-01-01T00:00:00Z"]
+    numbers = [None, 0.0, 65000.0, 40000.5, 0.1 + 0.2, 1e300, -7.0, float("nan")]
+    rows = pd.concat([
+        frame(id=("-r" if i % 7 == 0 else "r") + str(i), shipper=t, vessel_name=texts[-i - 1], eta=stamps[i % 4],
+              created_at=stamps[(i + 1) % 4], dwt=None if i % 3 == 0 else i * 1000, quantity=numbers[i % len(numbers)],
+              quantity_unit="MT" if i % 2 else None)
+        for i, t in enumerate(texts)
+    ], ignore_index=True)
+    def kept(part: pd.DataFrame) -> bytes:
+        return csv_of_columns(arrow_columns(as_read(part), RECORD_FIELDS))
+
+    assert kept(rows) == render.csv_rows(rows)
+    assert kept(rows.iloc[:1]) == render.csv_rows(rows.iloc[:1])
+    assert kept(rows.iloc[:0]) == b""
+
+
 def test_a_streamed_export_is_the_whole_result_in_chunks(make_tiny_api, tiny, monkeypatch):
     """The streaming writer share links will use, mounted through `extra_routes`."""
     from api.base import BaseHandler
@@ -177,7 +205,7 @@ def test_a_streamed_export_is_the_whole_result_in_chunks(make_tiny_api, tiny, mo
             query = parse({"source": [tiny["a"]], "merge": ["by_source"]})[0]
             rows = await self.blocking(self.deps.lineups.frame, self.buyer_id, query)
             seen["rows"] = rows
-            blocks = iter([rows.iloc[start : start + 2] for start in range(0, len(rows), 2)])
+            blocks = iter([render.csv_block(rows, start, start + 2) for start in range(0, len(rows), 2)])
             await self.stream_csv(lambda: next(blocks, None))
 
     api = make_tiny_api(tiny["key"], extra_routes=lambda deps: [(r"/test/export", ExportHandler, {"deps": deps})])
