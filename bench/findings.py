@@ -48,7 +48,11 @@ with the questions asked). What would help now: `--processes N` (one event loop 
 core) and rendering pages straight from the rows the driver returns."""
 
 _MIXED = """\
-Profile (cProfile, in process, 100,000 and 250,000 records): a page is ~6 ms median;
+The daily update: where its time goes and what was tried is in docs/architecture.md
+("The daily update"); on the fastest machine yet (2026-11-29, a Python loop of 5M
+additions 116 ms) 2.75 s at 1,000,000 records, 2.36 s of it bringing the five views of
+the feed up to date in the ingest's transaction. Pages: profile (cProfile, in process,
+100,000 and 250,000 records): a page is ~6 ms median;
 the driver's fetch and the frame built from it are most of it; `latest` with content
 filters probes the (vessel, port) index per row that is not the pair's top and is the
 slowest shape (up to ~150 ms). The planner needs statistics of `merged_rows` for that
@@ -64,23 +68,30 @@ pairs, but does so for every `all` view that holds the feed, so its time grows w
 the number of distinct feed sets in use."""
 
 _EXPORT_FIRST = """\
-The CSV writer (`store.views.csvtext`, in Arrow) takes categorical columns as they are: each
-category's cell text is decided once and kept per set of categories (shared by every
-slice and selection of a merged result), cut down per block to the categories it
-uses, and the block's cells are written by one Arrow `take`. In process the whole
-290,347-row result now takes 0.9 s of CPU (was 1.3-1.4 s): this run's in-process
-reference 295,186 rows/s (153,440 at 14:52 on a faster machine). Warm exports met
-their targets in the 17:42 run (whole 301,719, share 249,607 rows/s) and the share
-export again here (274,733); the whole-store export missed by 5% on this slower run.
-The first export of a link also makes its selection: the filter and C3 sort of the
-merged result (about 0.5 s for the share link's `from`/`to`, most of it sorting and
-comparing row ids where dates tie) before the first byte. What would fix the rest:
-the row ids as fixed-width bytes rather than Python strings (their sort and CSV text
-are the largest part left), and selections of the same merged result made from one
-sorted order instead of sorting each afresh."""
+Since the views moved into the database (issue 15) an export reads its rows from the
+view, 20,000 at a time (keyset blocks), instead of slicing a merged result that every
+process kept in memory with its cells already encoded (which met these targets:
+660,974 rows/s on 2026-11-24). That left 42,857 rows/s at 1,000,000 records
+(2026-11-29, fdc584a). Profile in process (cProfile, a 63,561-row result of a
+250,000-record store, 1.8 s): SQLite's fetch 0.50 s, the ORM's handling of the
+result's rows 0.37 s, the pandas frame made of them 0.27 s, the CSV 0.46 s. Done
+since: the rows read as a Core statement, turned into Arrow columns in one pass and
+written as CSV from those (`Lineups.csv_blocks`): 1.39 -> 1.03 s in process, of which
+the fetch is 0.46 s, the Row objects 0.13 s, Arrow 0.13 s, the CSV 0.15 s. SQLite's
+fetch alone (30 columns into Python values) is ~140,000 rows/s on the fastest machine
+yet, under both targets. Tried: ADBC's SQLite driver (rows straight into Arrow, the
+fetch 0.21 s) fails on a column whose first rows are all NULL (it takes the type from
+them, then meets text). What would meet the targets: the CSV line of each kept row
+written into the view with the row (read back at ~1.2M rows/s), at ~550 bytes more a
+row (+58% storage) and more bytes written by every daily update."""
 
 _EXPLORER = """\
-Profile (cProfile and a Playwright script, 2026-11-23 afternoon, loaded machine): the
+Not profiled since the views moved into the database (issue 15). The browser flow on
+the 5,000 demo records, 2026-11-29: first view 2.31 s cold, slowest filter change 1.04
+s (2026-11-24, the design before: 1.47 s and 0.38 s); bench/explorer_scale.py at
+1,000,000 records on 2026-11-27: 1.60 s and 0.54 s (docs/benchmarks-explorer.md). The
+profile below is of the design before (cProfile and a Playwright script, 2026-11-23
+afternoon, loaded machine), when a session loaded and merged the buyer's records: the
 cold path from submitting the sign-in to the first rows is ~1.2 s for the server to
 build the session and answer `GET /explorer` (0.4-0.7 s of it loading and merging the
 buyer's records), ~1-1.4 s to load and start 3.4 MB of Panel/Bokeh JavaScript, and

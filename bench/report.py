@@ -108,7 +108,7 @@ def write_report(out: Path, figures: list[Figure], run: dict, loads: tuple[list,
         f"(`{raw.name}`):",
         "",
         "```sh",
-        ".venv/bin/python bench/run.py --out docs/benchmarks.md",
+        f".venv/bin/python bench/run.py --out docs/{out.name}",
         "```",
         "",
         "`--quick` measures a ~20,000-record store in a few minutes (the test suite runs it, "
