@@ -59,7 +59,7 @@ class LineupsHandler(BaseHandler):
         if next_cursor is not None:
             self.set_header("X-Next-Cursor", next_cursor)
             self.set_header("Link", f'<{next_url(self.deps.settings.base_url, args, next_cursor)}>; rel="next"')
-        self.finish(render.csv_page(page.rows))
+        self.finish(render.csv_of_records(page.records))
 
 
 def next_url(base_url: str, args: Mapping[str, list[str]], cursor: str) -> str:

@@ -1,8 +1,8 @@
 """The two renderers of lineup rows: JSON and CSV (contract C1, C4, C9).
 
 Both take the same page (the rows the query pipeline selected, C1 columns plus
-internal ones, which are never written) and neither runs a query: JSON the rows as
-read, CSV the frame made of them. JSON: C1 field order, times
+internal ones, which are never written) and neither runs a query: both write the rows
+as read (CSV through Arrow columns of them, `csv_of_records`). JSON: C1 field order, times
 `YYYY-MM-DDTHH:MM:SSZ`, blanks null, `dwt` an integer, `quantity` a number. CSV: UTF-8 with a byte order mark, RFC 4180 (CRLF, quoting where needed), a
 header of the C1 names in C1 order, blanks as empty cells, and text cells that a
 spreadsheet would run as a formula prefixed with `'`.
@@ -20,6 +20,7 @@ import orjson
 import pandas as pd
 
 from store.views import csvtext
+from store.views.stored import arrow_columns
 from store.fields import INTEGER_FIELDS, NUMBER_FIELDS, RECORD_FIELDS, TIME_FIELDS, text_value
 
 JSON_TYPE = "application/json; charset=UTF-8"
@@ -106,3 +107,9 @@ neutralise = csvtext.neutralise
 def csv_page(frame: pd.DataFrame) -> bytes:
     """One page as a whole CSV document: BOM, header, rows."""
     return csvtext.csv_document(frame)
+
+
+def csv_of_records(rows: Sequence[Sequence[Any]]) -> bytes:
+    """`csv_page` of a page's rows as read (`records`), with no frame between, as
+    share links write theirs (`Lineups.csv_blocks`)."""
+    return csvtext.csv_header() + csvtext.csv_of_columns(arrow_columns(rows))
