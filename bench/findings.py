@@ -76,7 +76,8 @@ process kept in memory with its cells already encoded (which met these targets:
 250,000-record store, 1.8 s): SQLite's fetch 0.50 s, the ORM's handling of the
 result's rows 0.37 s, the pandas frame made of them 0.27 s, the CSV 0.46 s. Done
 since: the rows read as a Core statement, turned into Arrow columns in one pass and
-written as CSV from those (`Lineups.csv_blocks`): 1.39 -> 1.03 s in process, of which
+written as CSV from those (`Lineups.csv_blocks`): 1.6-1.9 s -> 1.03 s in process (1.39 s
+with the Core reads alone, alternating with the Arrow columns), of which
 the fetch is 0.46 s, the Row objects 0.13 s, Arrow 0.13 s, the CSV 0.15 s. SQLite's
 fetch alone (30 columns into Python values) is ~140,000 rows/s on the fastest machine
 yet, under both targets. Tried: ADBC's SQLite driver (rows straight into Arrow, the
