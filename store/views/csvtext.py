@@ -7,6 +7,10 @@ the C1 names in C1 order, times `YYYY-MM-DDTHH:MM:SSZ`, numbers in their shortes
 would run as a formula (first character `=`, `+`, `-`, `@`, tab, CR or NUL) written
 with a leading `'`.
 
+Two inputs, one set of cell rules: the rows as the views keep them, as Arrow columns
+(`csv_of_columns`: share links and the API's CSV pages, straight from the rows read),
+and a frame of merged rows (`csv_document` and the rest: the explorer's download).
+
 How: rows are written a block at a time, column by column, in Arrow. Each column of a
 block is dictionary-encoded; the text of each distinct value is decided once, by the
 per-value rules below (`_csv_text`, `_csv_encoder`), except where a vectorised test
@@ -285,8 +289,7 @@ def csv_rows(frame: pd.DataFrame) -> bytes:
 
 
 def csv_block(frame: pd.DataFrame, start: int, stop: int) -> bytes:
-    """Rows `start` to `stop` of `frame` as CSV text (for a streamed export: made
-    in a worker thread, mostly without the GIL)."""
+    """Rows `start` to `stop` of `frame` as CSV text (mostly without the GIL)."""
     return _text(_lines(frame.iloc[start:stop]))
 
 
