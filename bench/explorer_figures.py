@@ -3,9 +3,9 @@ a filter change, on the default demo data (5,000 records).
 
 The instrument is the browser test itself (`tests/explorer/test_browser.py::
 test_the_explorer_flow`, headless Debian Chromium driven by Playwright): each run
-starts a fresh `python -m explorer`, so every run's first sign-in meets a process that
-has just started (and warmed the demo buyer's merged view at start) and an empty
-browser cache ("cold"). The test writes its timings to
+starts a fresh `python -m explorer` over a store as `lineups serve --demo` leaves it
+(the demo buyer's views built), so every run's first sign-in meets a process that
+has just started and an empty browser cache ("cold"). The test writes its timings to
 `explorer-timings.json` beside its screenshots; this module runs it `runs` times into
 a temporary folder and reports the medians.
 """

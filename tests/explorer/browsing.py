@@ -90,9 +90,13 @@ class Server:
 
 
 def served_store(tmp_path_factory):
-    """A SQLite store with the default demo data: (db URL, demo dict, sessionmaker, engine, folder)."""
+    """A SQLite store with the default demo data and the demo buyer's views built, as
+    `lineups serve --demo` leaves it (`cli.operators.run_demo`): (db URL, demo dict,
+    sessionmaker, engine, folder). Without the views, the first sign-in and the first
+    `by_source` page would each build one, which no buyer of a served store meets."""
     from store.intake.demo import load_demo
     from store.settings import Settings
+    from store.views import upkeep
 
     folder = tmp_path_factory.mktemp("explorer")
     settings = Settings(db_url=f"sqlite:///{folder / 'lineups.db'}", secrets=(SECRET,))
@@ -101,6 +105,7 @@ def served_store(tmp_path_factory):
     sessions = make_sessionmaker(engine)
     with transaction(sessions) as session:
         demo = load_demo(session, DEMO_RECORDS, seed=7, anchor=ANCHOR)
+    upkeep.ensure_buyer(sessions, demo["buyer_id"])
     return settings.db_url, demo, sessions, engine, folder
 
 
