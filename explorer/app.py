@@ -42,6 +42,7 @@ from explorer.session import Account, ExplorerContext, SessionLost, off_loop
 from explorer.state import empty_rows
 from store.errors import NotFound
 from explorer.views import Explorer
+from explorer.views.connection import ConnectionBanner
 
 TITLE = "Lineups explorer"
 log = logging.getLogger("lineups.explorer")
@@ -49,15 +50,17 @@ log = logging.getLogger("lineups.explorer")
 
 def explorer_page(context: ExplorerContext) -> pn.viewable.Viewable:
     """The app of one browser session: the explorer of the signed-in buyer, or a
-    notice that sends the browser back to the login page. The account is read from
-    the store on the explorer's threads once the page is up (never on the event
-    loop), and the explorer then takes the notice's place."""
+    notice that sends the browser back to the login page. The account and the first
+    page of rows are read from the store on the explorer's threads once the page is
+    up (never on the event loop), and the explorer then takes the notice's place.
+    The connection banner comes with the first document, so that its code (which
+    keeps tables in step with their data) is loaded before the explorer's tables."""
     identity = CookieCodec(context.secrets).from_cookies(pn.state.cookies)
     if identity is None:
         return _session_ended()
-    page = pn.Column(
-        pn.pane.Markdown("*Opening your lineups…*", css_classes=["opening"]), sizing_mode="stretch_width",
-    )
+    banner = ConnectionBanner()
+    opening = pn.pane.Markdown("*Opening your lineups…*", css_classes=["opening"])
+    page = pn.Column(banner, opening, sizing_mode="stretch_width")
 
     async def open_account() -> None:
         try:
@@ -65,7 +68,7 @@ def explorer_page(context: ExplorerContext) -> pn.viewable.Viewable:
         except SessionLost:
             page.objects = [_session_ended()]
             return
-        page.objects = [Explorer(account)]
+        page.objects = [banner, await Explorer.opened(account, banner=False)]
 
     pn.state.onload(open_account)
     return page

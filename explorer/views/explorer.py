@@ -57,6 +57,19 @@ class Explorer(Viewer):
     logout_url = param.String(default=LOGOUT_PATH, constant=True, doc="""
         Where the header's logout link goes; empty: no link (the notebook has no login).""")
     notice = param.String(default="", doc="What of the address's filters could not be used.")
+    banner = param.Boolean(default=True, constant=True, doc="""
+        Whether the explorer shows its own connection banner (False: the page that
+        holds it shows one already, `explorer.app.explorer_page`).""")
+
+    @classmethod
+    async def opened(cls, account: Account, **params) -> "Explorer":
+        """The explorer with its first page of rows already read (off the event loop),
+        so that the page draws its table once, with the rows; the charts follow."""
+        filters = LineupFilters.of(account)
+        notice = opened_filters(filters, account)
+        lineups = LineupsModel(account, filters=filters, read=False)
+        await lineups.read_first()
+        return cls(account, lineups=lineups, notice=notice, **params)
 
     def __init__(self, account: Account, **params):
         lineups = params.pop("lineups", None)
@@ -76,7 +89,7 @@ class Explorer(Viewer):
             active=self.tab, dynamic=True, sizing_mode="stretch_width", css_classes=["explorer-tabs"],
         )
         self._tabs.link(self, active="tab", bidirectional=True)
-        self._banner = ConnectionBanner()
+        self._banner = ConnectionBanner() if self.banner else None
         if pn.state.curdoc is not None:
             pn.state.onload(self._write_address)  # the address names the filters shown
 
@@ -119,4 +132,5 @@ class Explorer(Viewer):
         return pn.pane.Alert(self.notice, alert_type="warning", css_classes=["address-notice"])
 
     def __panel__(self):
-        return pn.Column(self._banner, self._header(), self._notice, self._tabs, sizing_mode="stretch_width")
+        banner = [self._banner] if self._banner else []
+        return pn.Column(*banner, self._header(), self._notice, self._tabs, sizing_mode="stretch_width")
