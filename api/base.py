@@ -178,7 +178,7 @@ class BaseHandler(RequestHandler):
     async def stream_csv(self, next_block: NextBlock) -> None:
         """Write a whole result as CSV (C9), a block at a time: `next_block()` runs on
         the export executor and gives the next block's CSV text (at most
-        `render.CHUNK_ROWS` rows; None after the last), read and made there
+        `store.views.lineups.BLOCK_ROWS` rows; None after the last), read and made there
         (`Lineups.csv_blocks`: the driver's fetch, then Arrow kernels that release
         the GIL) while the previous one is sent. Memory holds two blocks at most whatever the size
         of the result, and a slow client slows only itself (share links, C8).

@@ -22,7 +22,7 @@ from typing import Callable, Iterator
 from store.errors import RateLimited
 
 #: A function that returns the next block of an export as CSV text (at most
-#: `render.CHUNK_ROWS` rows, no header), or None after the last one.
+#: `store.views.lineups.BLOCK_ROWS` rows, no header), or None after the last one.
 NextBlock = Callable[[], "bytes | None"]
 
 

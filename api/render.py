@@ -7,8 +7,8 @@ as read (CSV through Arrow columns of them, `csv_of_records`). JSON: C1 field or
 header of the C1 names in C1 order, blanks as empty cells, and text cells that a
 spreadsheet would run as a formula prefixed with `'`.
 
-The CSV text is `store.views.csvtext`'s, the writer the explorer's download shares; this
-module gives it the API's names.
+The CSV text is `store.views.csvtext`'s, the writer share links and the explorer's
+download share; this module gives it the API's names.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import orjson
-import pandas as pd
 
 from store.views import csvtext
 from store.views.stored import arrow_columns
@@ -26,8 +25,6 @@ from store.fields import INTEGER_FIELDS, NUMBER_FIELDS, RECORD_FIELDS, TIME_FIEL
 JSON_TYPE = "application/json; charset=UTF-8"
 CSV_TYPE = csvtext.CSV_TYPE
 BOM = csvtext.BOM
-#: Rows per chunk of a streamed CSV export.
-CHUNK_ROWS = csvtext.CHUNK_ROWS
 
 
 # ---------------------------------------------------------------- JSON
@@ -97,19 +94,10 @@ def json_page(rows: Sequence[Sequence[Any]], next_cursor: str | None) -> bytes:
 # ---------------------------------------------------------------- CSV
 # One CSV writer for the API, share links and the explorer: `store.views.csvtext`.
 csv_header = csvtext.csv_header
-csv_block = csvtext.csv_block
-csv_lines = csvtext.csv_lines
-csv_rows = csvtext.csv_rows
-csv_chunks = csvtext.csv_chunks
 neutralise = csvtext.neutralise
 
 
-def csv_page(frame: pd.DataFrame) -> bytes:
-    """One page as a whole CSV document: BOM, header, rows."""
-    return csvtext.csv_document(frame)
-
-
 def csv_of_records(rows: Sequence[Sequence[Any]]) -> bytes:
-    """`csv_page` of a page's rows as read (`records`), with no frame between, as
-    share links write theirs (`Lineups.csv_blocks`)."""
+    """A page's rows as read (`records`) as one CSV document (BOM, header, rows),
+    with no frame between, as share links write theirs (`Lineups.csv_blocks`)."""
     return csvtext.csv_header() + csvtext.csv_of_columns(arrow_columns(rows))

@@ -187,7 +187,9 @@ METHOD = """\
   link's `from`/`to` are chosen so that its result is just under 100,000 rows. The
   first run of each (the first export of that result) is also reported alone. The
   server's RSS is sampled every 10 ms during each export. Reference: the CSV writer
-  alone (`api.render.csv_chunks`, `store.views.csvtext`) over the same rows in this process.
+  alone (`csvtext.csv_of_columns` of the rows' Arrow columns, the blocks read once
+  before) over the same rows in this process (until 2026-11-29: the writer of a
+  pandas frame of them, which exports no longer used).
 - **Server memory**: the server's VmRSS after each load run, with the whole result
   merged, sorted and its pages' rows encoded.
 - **Explorer**: the browser test `tests/explorer/test_browser.py::test_the_explorer_flow`

@@ -23,7 +23,6 @@ import pandas as pd
 import param
 
 from explorer import charts, data
-from explorer.csvfile import csv_bytes
 from store.merging.duplicates import WINDOW, likely_duplicates
 from explorer.session import Account, SessionLost
 from explorer.words import describe_filters, problem
@@ -469,10 +468,10 @@ class LineupsModel(param.Parameterized):
             return None
         try:
             query = self.filters.query(self.account.context.taxonomy)
-            rows = await self.account.run(lambda session, buyer: data.rows(session, buyer.id, query))
+            text = await self.account.run(lambda session, buyer: data.csv_text(session, buyer.id, query))
         except (SessionLost, LineupsError):
             return None
-        return io.BytesIO(csv_bytes(rows))
+        return io.BytesIO(text)
 
     # ------------------------------------------------------------ derived data
     @param.depends("page_rows", "duplicates", "columns")

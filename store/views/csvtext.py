@@ -7,11 +7,11 @@ the C1 names in C1 order, times `YYYY-MM-DDTHH:MM:SSZ`, numbers in their shortes
 would run as a formula (first character `=`, `+`, `-`, `@`, tab, CR or NUL) written
 with a leading `'`.
 
-Two inputs, one set of cell rules: the rows as the views keep them, as Arrow columns
-(`csv_of_columns`: share links and the API's CSV pages, straight from the rows read),
-and a frame of merged rows (`csv_document` and the rest: the explorer's download).
+Its input is the rows as the views keep them, as Arrow columns
+(`store.views.stored.arrow_columns` of the rows read), written straight to CSV
+(`csv_of_columns`), with no frame between.
 
-How: rows are written a block at a time, column by column, in Arrow. Each column of a
+How: rows are written a block at a time (`Lineups.csv_blocks`), column by column, in Arrow. Each column of a
 block is dictionary-encoded; the text of each distinct value is decided once, by the
 per-value rules below (`_csv_text`, `_csv_encoder`), except where a vectorised test
 proves the rules leave the value as it is (plain text, integers); the cells are then
@@ -26,10 +26,9 @@ from __future__ import annotations
 import csv
 import io
 import re
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -40,8 +39,6 @@ BOM = "\ufeff"
 #: C9: first characters that make a spreadsheet evaluate a cell (NUL added: some
 #: importers drop it and then see the next character).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\0")
-#: Rows per block of a streamed export (and per Arrow join).
-CHUNK_ROWS = 20_000
 LINE_END = "\r\n"
 #: Text that RFC 4180 (and the csv module with CRLF line ends) writes unquoted.
 _PLAIN = re.compile(r'[^,"\r\n]*')
@@ -151,49 +148,9 @@ def _encoded_texts(texts: pa.Array, quote: _Quoter) -> pa.Array:
     return pc.replace_with_mask(texts, pa.array(careful), pa.array([_csv_text(v, quote) for v in chosen], pa.string()))
 
 
-def _text_cells(values: np.ndarray, field: str, quote: _Quoter) -> Cells:
-    """A text column: each distinct value through `_csv_text` unless it is plain."""
-    if field in _ROW_TEXT:
-        return None, _encoded_texts(_string_array(values), quote)
-    codes, uniques = pd.factorize(values)
-    return codes, _encoded_texts(_string_array(uniques), quote)
-
-
-def _string_array(values: np.ndarray) -> pa.Array:
-    """Text values as an Arrow string array, missing ones (None, NaN, NA) null."""
-    try:
-        return pa.array(values, pa.string())  # str and None; faster than from_pandas
-    except (pa.ArrowTypeError, pa.ArrowInvalid):  # NaN, NA, not str: as `str()` writes them
-        return pa.array([None if _missing(v) else v if type(v) is str else str(v) for v in values], pa.string())
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
-
-
-def _time_cells(column: pd.Series) -> Cells:
-    """`YYYY-MM-DDTHH:MM:SSZ` in UTC; each distinct time formatted once."""
-    if not isinstance(column.dtype, pd.DatetimeTZDtype):
-        column = pd.to_datetime(column, utc=True)
-    codes, uniques = pd.factorize(column)
-    return codes, _stamps(pd.DatetimeIndex(uniques).tz_convert("UTC").tz_localize(None).to_numpy(dtype="datetime64[s]"))
-
-
 def _stamps(seconds: np.ndarray) -> pa.Array:
     """datetime64[s] values (UTC) as their C1 text."""
     return pa.array(np.char.add(np.datetime_as_string(seconds, unit="s"), "Z"), pa.string())
-
-
-def _number_cells(column: pd.Series, field: str) -> Cells:
-    """Integers as their digits, whole floats as integers, other floats `repr`
-    (`_csv_encoder`); each distinct value once, the common cases in Arrow."""
-    codes, uniques = pd.factorize(column)
-    if field in INTEGER_FIELDS and pd.api.types.is_signed_integer_dtype(column.dtype):
-        return codes, pc.cast(pa.array(np.asarray(uniques, dtype=np.int64)), pa.string())
-    if not (field in NUMBER_FIELDS and pd.api.types.is_float_dtype(column.dtype)):
-        encode = _csv_encoder(field)
-        return codes, pa.array([encode(v) for v in uniques.tolist()], pa.string())
-    return codes, _float_texts(np.asarray(uniques, dtype=float), field)
 
 
 def _float_texts(values: np.ndarray, field: str) -> pa.Array:
@@ -207,18 +164,10 @@ def _float_texts(values: np.ndarray, field: str) -> pa.Array:
     return pc.replace_with_mask(texts, pa.array(~whole), rest)
 
 
-def _cells(column: pd.Series, field: str, quote: _Quoter) -> Cells:
-    if field in TIME_FIELDS:
-        return _time_cells(column)
-    if field in INTEGER_FIELDS or field in NUMBER_FIELDS:
-        return _number_cells(column, field)
-    return _text_cells(column.to_numpy(dtype=object), field, quote)
-
-
 def _stored_cells(values: pa.Array, field: str, quote: _Quoter) -> Cells:
-    """`_cells` of a column as the view keeps it (`store.views.stored.arrow_columns`:
+    """The cells of a column as the view keeps it (`store.views.stored.arrow_columns`:
     times as int64 nanoseconds, blanks null), in Arrow: each distinct value's text
-    decided once, as for a frame's column."""
+    decided once (row texts: each row's)."""
     if field in _ROW_TEXT:
         return None, _encoded_texts(values, quote)
     encoded = values.dictionary_encode()
@@ -230,12 +179,6 @@ def _stored_cells(values: pa.Array, field: str, quote: _Quoter) -> Cells:
     if field in NUMBER_FIELDS:
         return codes, _float_texts(uniques.to_numpy(), field)
     return codes, _encoded_texts(uniques, quote)
-
-
-def _lines(frame: pd.DataFrame) -> pa.Array:
-    """The cells of `frame`'s rows in row order (`_joined`)."""
-    quote = _Quoter()
-    return _joined([_cells(frame[field], field, quote) for field in RECORD_FIELDS], len(frame))
 
 
 def _joined(columns: list[Cells], rows: int) -> pa.Array:
@@ -273,51 +216,11 @@ def _text(cells: pa.Array) -> bytes:
 # ---------------------------------------------------------------- documents
 def csv_of_columns(columns: Mapping[str, pa.Array]) -> bytes:
     """C1 columns as the view keeps them (`store.views.stored.arrow_columns`) as CSV
-    text without a header: the same text as `csv_rows` of their frame, without the
-    frame (a share link's export, an API CSV page; 63,561 rows read: the frame and
-    its CSV took 0.73 s of CPU, the Arrow columns and their CSV 0.28 s, 2026-11-29)."""
+    text without a header: a share link's export block, an API CSV page, the
+    explorer's download (63,561 rows read: a pandas frame of them and its CSV took
+    0.73 s of CPU, the Arrow columns and their CSV 0.28 s, 2026-11-29)."""
     rows = len(columns[RECORD_FIELDS[0]])
     if not rows:
         return b""
     quote = _Quoter()
     return _text(_joined([_stored_cells(columns[field], field, quote) for field in RECORD_FIELDS], rows))
-
-
-def csv_rows(frame: pd.DataFrame) -> bytes:
-    """The rows of `frame` (C1 columns; others ignored) as CSV, without a header."""
-    return b"".join(csv_blocks(frame))
-
-
-def csv_block(frame: pd.DataFrame, start: int, stop: int) -> bytes:
-    """Rows `start` to `stop` of `frame` as CSV text (mostly without the GIL)."""
-    return _text(_lines(frame.iloc[start:stop]))
-
-
-def csv_blocks(frame: pd.DataFrame, chunk_rows: int = CHUNK_ROWS) -> Iterator[bytes]:
-    """The rows of `frame` as CSV text, `chunk_rows` rows at a time."""
-    for start in range(0, len(frame), chunk_rows):
-        yield csv_block(frame, start, start + chunk_rows)
-
-
-def csv_lines(frame: pd.DataFrame) -> list[bytes]:
-    """Each row of `frame` as one CSV record (RFC 4180, CRLF-terminated)."""
-    out: list[bytes] = []
-    for start in range(0, len(frame), CHUNK_ROWS):
-        cells = _lines(frame.iloc[start:start + CHUNK_ROWS])
-        text = _text(cells)
-        offsets = np.frombuffer(cells.buffers()[1], np.int32, len(cells) + 1, 4 * cells.offset)
-        bounds = (offsets[:: len(RECORD_FIELDS)] - offsets[0]).tolist()
-        out += [text[a:b] for a, b in zip(bounds, bounds[1:])]
-    return out
-
-
-def csv_chunks(frame: pd.DataFrame, chunk_rows: int = CHUNK_ROWS) -> Iterator[bytes]:
-    """A whole result as CSV in pieces: the BOM and header first, then `chunk_rows`
-    rows at a time, so that a streamed export never holds the whole text."""
-    yield csv_header()
-    yield from csv_blocks(frame, chunk_rows)
-
-
-def csv_document(frame: pd.DataFrame) -> bytes:
-    """A whole CSV document of `frame`'s rows: BOM, header, rows."""
-    return csv_header() + csv_rows(frame)

@@ -79,9 +79,10 @@ async def patiently(ask: Callable[[], Awaitable[T]], wait: float = upkeep.WAIT_S
 @dataclass(frozen=True)
 class Page:
     """One page of a result: its rows as read (tuples in `READ_COLUMNS` order, what
-    the JSON renderer takes) and the position of its last row when another page
-    follows (C4), else None; `rows` is the same page as a frame (C1 columns,
-    merge-engine dtypes: CSV, exports, the explorer), made when first asked for."""
+    the JSON and CSV writers take) and the position of its last row when another
+    page follows (C4), else None; `rows` is the same page as a frame (C1 columns,
+    merge-engine dtypes: the explorer's tables, `Lineups.frame`), made when first
+    asked for."""
 
     records: list[tuple]
     next: Position | None
@@ -207,7 +208,7 @@ class Lineups:
         that was there throughout). Yields at least one (maybe empty) block. `wait`
         as `page`'s: a share link's export, on threads of its own, gives the full
         `upkeep.WAIT_S` (a coroutine cannot ask its blocks again)."""
-        for page in self._pages(buyer_id, query, entitled, size, wait):
+        for page in self.pages(buyer_id, query, entitled, size, wait):
             yield page.rows
 
     def csv_blocks(
@@ -215,14 +216,17 @@ class Lineups:
         wait: float | None = None,
     ) -> Iterator[bytes]:
         """`blocks` as CSV text without a header (C9), made from the rows as read,
-        with no frame between (`csvtext.csv_of_columns`): a share link's export."""
-        for page in self._pages(buyer_id, query, entitled, size, wait):
+        with no frame between (`csvtext.csv_of_columns`): a share link's export, the
+        explorer's download."""
+        for page in self.pages(buyer_id, query, entitled, size, wait):
             yield csv_of_columns(arrow_columns(page.records))
 
-    def _pages(
-        self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None, size: int, wait: float | None,
+    def pages(
+        self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None, size: int = BLOCK_ROWS,
+        wait: float | None = None,
     ) -> Iterator[Page]:
-        """`blocks`'s pages (at least one), each read after the last one's last row."""
+        """`blocks`'s pages as read (at least one), each read after the last one's
+        last row."""
         after: Position | None = None
         while True:
             page = self.page(buyer_id, query, after, size, entitled, wait)

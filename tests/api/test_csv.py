@@ -11,6 +11,8 @@ import pandas as pd
 
 from api import render
 from store.fields import RECORD_FIELDS
+from store.views.csvtext import csv_of_columns
+from store.views.stored import arrow_columns
 
 HEADER = ",".join(RECORD_FIELDS)
 
@@ -89,18 +91,24 @@ def as_read(frame: pd.DataFrame) -> list[tuple]:
     return [tuple(kept(v) for v in row) for row in frame[list(RECORD_FIELDS)].astype(object).itertuples(index=False)]
 
 
+def csv_rows(frame: pd.DataFrame) -> bytes:
+    """The CSV text (no header) the product writes for `frame`'s rows as the views
+    keep them (`csv_of_columns` of their Arrow columns)."""
+    return csv_of_columns(arrow_columns(as_read(frame), RECORD_FIELDS))
+
+
 def test_formula_starts_are_neutralised_in_text_cells():
     cells = {"=1+1": "'=1+1", "+1": "'+1", "-1": "'-1", "@SUM(A1)": "'@SUM(A1)", "\tx": "'\tx",
              "\rx": "\"'\rx\"", "\x00x": "'\x00x", "a=b": "a=b", "Plain": "Plain"}
     for raw, written in cells.items():
-        line = render.csv_rows(frame(id="x", shipper=raw)).decode("utf-8")
+        line = csv_rows(frame(id="x", shipper=raw)).decode("utf-8")
         assert line.split(",")[23] == written or line.count(written) == 1, (raw, line)
 
 
 def test_numbers_times_and_blanks():
     row = frame(id="r1", dwt=82000, quantity=65000.0, eta="2024-03-05T06:00:00+02:00", vessel_name=" N/A ",
                 port_name="tbc", receiver="   ")
-    line = render.csv_rows(row).decode("utf-8").rstrip("\r\n").split(",")
+    line = csv_rows(row).decode("utf-8").rstrip("\r\n").split(",")
     values = dict(zip(RECORD_FIELDS, line))
     assert values["dwt"] == "82000" and values["quantity"] == "65000"
     assert values["eta"] == "2024-03-05T04:00:00Z"
@@ -129,17 +137,8 @@ def test_json_cells_are_each_rows_own():
 
 
 def test_quantity_keeps_its_decimals():
-    assert render.csv_rows(frame(id="r", quantity=0.1 + 0.2)).decode().split(",")[16] == "0.30000000000000004"
+    assert csv_rows(frame(id="r", quantity=0.1 + 0.2)).decode().split(",")[16] == "0.30000000000000004"
     assert render.records(as_read(frame(id="r", quantity=np.nan)))[0]["quantity"] is None
-
-
-def test_streamed_chunks_join_to_the_page():
-    rows = pd.concat([frame(id=f"r{i}", shipper=f"-{i}") for i in range(12)], ignore_index=True)
-    chunks = list(render.csv_chunks(rows, chunk_rows=5))
-    assert len(chunks) == 1 + 3
-    assert chunks[0] == render.csv_header()
-    assert b"".join(chunks) == render.csv_page(rows)
-    assert list(render.csv_chunks(rows.iloc[:0])) == [render.csv_header()]
 
 
 def test_rows_are_what_the_csv_module_writes():
@@ -159,23 +158,21 @@ def test_rows_are_what_the_csv_module_writes():
             cells.append("" if value is None else render.neutralise(value) if isinstance(value, str) and field not in (
                 "eta", "etb", "etd", "combined_date", "created_at", "updated_at") else value)
         writer.writerow(cells)
-    assert render.csv_rows(rows) == buffer.getvalue().encode("utf-8")
-    assert b"".join(render.csv_lines(rows)) == render.csv_rows(rows)
+    assert csv_rows(rows) == buffer.getvalue().encode("utf-8")
 
 
-def test_rows_as_kept_are_written_as_their_frame_is():
-    """A share link writes the rows as read from the view (`csv_of_columns`), with
-    no frame between: the same text, cell for cell, as the frame's (issue 15)."""
+def test_numbers_times_and_ids_are_what_the_csv_module_writes():
+    """Every kind of cell at once, against csv.writer and C1/C9's rules spelled out
+    here: times to the second (before 1970 too), whole quantities as integers
+    (exactly, however large), others in their shortest text, NaN and missing values
+    empty, blank words empty, ids and text starting with "-" neutralised."""
     import random
-
-    from store.views.csvtext import csv_of_columns
-    from store.views.stored import arrow_columns
 
     rng = random.Random(11)
     alphabet = ['a', 'Z', ' ', ',', '"', '\n', 'ç', "'", '=', '-', '+', '@', '\t', '']
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 5))) for _ in range(200)]
     texts += ["N/A", " tbc ", "TBN", "ok"]
-    stamps = [None, "2024-03-05T06:00:00Z", "1969-12-31T23:59:59Z", "2099-01-01T00:00:00Z"]
+    stamps = [None, "2024-03-05T06:00:00.900Z", "1969-12-31T23:59:59.5Z", "2099-01-01T00:00:00Z"]
     numbers = [None, 0.0, 65000.0, 40000.5, 0.1 + 0.2, 1e300, -7.0, float("nan")]
     rows = pd.concat([
         frame(id=("-r" if i % 7 == 0 else "r") + str(i), shipper=t, vessel_name=texts[-i - 1], eta=stamps[i % 4],
@@ -183,19 +180,31 @@ def test_rows_as_kept_are_written_as_their_frame_is():
               quantity_unit="MT" if i % 2 else None)
         for i, t in enumerate(texts)
     ], ignore_index=True)
-    def kept(part: pd.DataFrame) -> bytes:
-        return csv_of_columns(arrow_columns(as_read(part), RECORD_FIELDS))
 
-    assert kept(rows) == render.csv_rows(rows)
-    assert kept(rows.iloc[:1]) == render.csv_rows(rows.iloc[:1])
-    assert kept(rows.iloc[:0]) == b""
+    def cell(field: str, value):
+        if value is None:
+            return ""
+        if field == "quantity":
+            return str(int(value)) if value.is_integer() else repr(value)
+        if field == "dwt" or field in ("eta", "etb", "etd", "combined_date", "created_at", "updated_at"):
+            return str(value)
+        return render.neutralise(value)
+
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    for record in render.records(as_read(rows)):
+        writer.writerow([cell(field, record[field]) for field in RECORD_FIELDS])
+    assert csv_rows(rows) == buffer.getvalue().encode("utf-8")
+    assert csv_rows(rows.iloc[:1]) == buffer.getvalue().encode("utf-8").split(b"\r\n", 1)[0] + b"\r\n"
+    assert csv_rows(rows.iloc[:0]) == b""
+    assert b"'-r0," in csv_rows(rows) and b",1969-12-31T23:59:59Z," in csv_rows(rows)
 
 
-def test_a_streamed_export_is_the_whole_result_in_chunks(make_tiny_api, tiny, monkeypatch):
-    """The streaming writer share links will use, mounted through `extra_routes`."""
+def test_a_streamed_export_is_the_whole_result_in_chunks(make_tiny_api, tiny):
+    """The streaming writer share links use (blocks of the rows as read, here of two
+    rows), mounted through `extra_routes`."""
     from api.base import BaseHandler
-    
-    monkeypatch.setattr(render, "CHUNK_ROWS", 2)
+
     seen = {}
 
     class ExportHandler(BaseHandler):
@@ -203,14 +212,13 @@ def test_a_streamed_export_is_the_whole_result_in_chunks(make_tiny_api, tiny, mo
             from api.handlers import parse
 
             query = parse({"source": [tiny["a"]], "merge": ["by_source"]})[0]
-            rows = await self.blocking(self.deps.lineups.frame, self.buyer_id, query)
-            seen["rows"] = rows
-            blocks = iter([render.csv_block(rows, start, start + 2) for start in range(0, len(rows), 2)])
+            seen["rows"] = await self.blocking(self.deps.lineups.frame, self.buyer_id, query)
+            blocks = self.deps.lineups.csv_blocks(self.buyer_id, query, size=2)
             await self.stream_csv(lambda: next(blocks, None))
 
     api = make_tiny_api(tiny["key"], extra_routes=lambda deps: [(r"/test/export", ExportHandler, {"deps": deps})])
     response = api.get("/test/export")
     assert response.status_code == 200, response.text
     assert response.headers["Content-Type"] == "text/csv; charset=utf-8"
-    assert response.content == render.csv_page(seen["rows"])
+    assert response.content == render.csv_header() + csv_rows(seen["rows"])
     assert response.content.count(b"\r\n") == 1 + 4

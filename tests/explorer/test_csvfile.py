@@ -2,33 +2,35 @@
 
 from __future__ import annotations
 
-import pandas as pd
-import pytest
+import asyncio
+import csv
+import io
 
-from explorer.csvfile import csv_bytes
+import pandas as pd
+
 from explorer.words import describe_filters
 from store.fields import RECORD_FIELDS
+from store.views.csvtext import csv_header, csv_of_columns
+from store.views.stored import READ_COLUMNS, arrow_columns
 
 HEADER = ",".join(RECORD_FIELDS)
 
 
-def row(**values) -> dict:
-    return {field: values.get(field) for field in RECORD_FIELDS}
+def row(**values) -> tuple:
+    """A row as the views keep it (`READ_COLUMNS`; times as ns since the epoch)."""
+    return tuple(values.get(name) for name in READ_COLUMNS)
 
 
 def test_csv_is_bom_crlf_c1_columns_and_neutralised_formulas():
-    frame = pd.DataFrame(
-        [
-            row(
-                id="a1", source_name="Feed; Other", vessel_name="=HYPERLINK(\"x\")", shipper="+1 Trading",
-                receiver="N/A", charterer="  ", quantity=65000.0, dwt=82000, commodity="Soy, beans",
-                eta=pd.Timestamp("2026-11-23 14:05:00", tz="UTC"), operator="@ops", ship_agent="-", berth_terminal="T1",
-            ),
-            row(id="b2", quantity=1234.5, vessel_name='Say "hi"'),
-        ]
-    ).assign(vessel_key="ignored")
-    frame["dwt"] = pd.array(frame["dwt"], dtype="Int64")
-    text = csv_bytes(frame).decode("utf-8")
+    rows = [
+        row(
+            id="a1", source_name="Feed; Other", vessel_name="=HYPERLINK(\"x\")", shipper="+1 Trading",
+            receiver="N/A", charterer="  ", quantity=65000.0, dwt=82000, commodity="Soy, beans",
+            eta=pd.Timestamp("2026-11-23 14:05:00", tz="UTC").value, operator="@ops", ship_agent="-", berth_terminal="T1",
+        ),
+        row(id="b2", quantity=1234.5, vessel_name='Say "hi"'),
+    ]
+    text = (csv_header() + csv_of_columns(arrow_columns(rows))).decode("utf-8")
     empty_after = lambda n: "," * n  # noqa: E731
     first = (
         "a1,,Feed; Other,,,,T1,,\"'=HYPERLINK(\"\"x\"\")\",,82000,,\"Soy, beans\",,,,65000,,"
@@ -39,7 +41,7 @@ def test_csv_is_bom_crlf_c1_columns_and_neutralised_formulas():
 
 
 def test_an_empty_result_is_the_header_alone():
-    assert csv_bytes(pd.DataFrame(columns=list(RECORD_FIELDS))) == ("\ufeff" + HEADER + "\r\n").encode("utf-8")
+    assert csv_header() + csv_of_columns(arrow_columns([])) == ("\ufeff" + HEADER + "\r\n").encode("utf-8")
 
 
 def test_filters_in_words():
@@ -55,15 +57,18 @@ def test_filters_in_words():
     )
 
 
-def test_the_download_is_the_apis_csv_text(account):
-    """The explorer's download (from a frame of the result) must be the text the API
-    and share links write from the rows as read (`Lineups.csv_blocks`), exactly."""
-    render = pytest.importorskip("api.render")
+def test_the_download_is_the_whole_result_in_order(account):
+    """The explorer's download (`LineupsModel.csv_file`) holds every row of the
+    result under the filters shown, in C3 order, each as the result has it."""
     from explorer.state import LineupsModel
 
-    model = LineupsModel(account)
+    model = LineupsModel(account, read=False)
     query = model.filters.query(account.context.taxonomy)
-    rows = account.context.service.frame(account.buyer_id, query)
-    assert len(rows) > 50
-    shared = render.csv_header() + b"".join(account.context.service.csv_blocks(account.buyer_id, query))
-    assert csv_bytes(rows) == shared
+    result = account.context.service.frame(account.buyer_id, query)
+    assert len(result) > 50
+    text = asyncio.run(model.csv_file()).getvalue()
+    assert text.startswith(b"\xef\xbb\xbf" + HEADER.encode() + b"\r\n")
+    rows = list(csv.DictReader(io.StringIO(text.decode("utf-8-sig"), newline="")))
+    assert [r["id"] for r in rows] == list(result["id"])
+    assert [r["port_unlocode"] for r in rows] == list(result["port_unlocode"])
+    assert [r["vessel_name"].lstrip("'") for r in rows] == [v or "" for v in result["vessel_name"]]
