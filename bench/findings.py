@@ -78,7 +78,11 @@ result's rows 0.37 s, the pandas frame made of them 0.27 s, the CSV 0.46 s. Done
 since: the rows read as a Core statement, turned into Arrow columns in one pass and
 written as CSV from those (`Lineups.csv_blocks`): 1.6-1.9 s -> 1.03 s in process (1.39 s
 with the Core reads alone, alternating with the Arrow columns), of which
-the fetch is 0.46 s, the Row objects 0.13 s, Arrow 0.13 s, the CSV 0.15 s. SQLite's
+the fetch is 0.46 s, the Row objects 0.13 s, Arrow 0.13 s, the CSV 0.15 s. The whole
+bench at 1,000,000 records on a fast hour (2026-11-29 14:40, the API's CSV pages and
+the explorer's download on the same writer since): 88,032 rows/s for the whole store,
+83,998 for the 100,000-row link (42,857 and 43,389 at 11:46 on a machine as fast,
+before these changes); the writer alone over the rows as read, 275,239 rows/s. SQLite's
 fetch alone (30 columns into Python values) is ~140,000 rows/s on the fastest machine
 yet, under both targets. Tried: ADBC's SQLite driver (rows straight into Arrow, the
 fetch 0.21 s) fails on a column whose first rows are all NULL (it takes the type from
@@ -87,24 +91,29 @@ written into the view with the row (read back at ~1.2M rows/s), at ~550 bytes mo
 row (+58% storage) and more bytes written by every daily update."""
 
 _EXPLORER = """\
-Not profiled since the views moved into the database (issue 15). The browser flow on
-the 5,000 demo records, 2026-11-29: first view 2.31 s cold, slowest filter change 1.04
-s (2026-11-24, the design before: 1.47 s and 0.38 s); bench/explorer_scale.py at
-1,000,000 records on 2026-11-27: 1.60 s and 0.54 s (docs/benchmarks-explorer.md). The
-profile below is of the design before (cProfile and a Playwright script, 2026-11-23
-afternoon, loaded machine), when a session loaded and merged the buyer's records: the
-cold path from submitting the sign-in to the first rows is ~1.2 s for the server to
-build the session and answer `GET /explorer` (0.4-0.7 s of it loading and merging the
-buyer's records), ~1-1.4 s to load and start 3.4 MB of Panel/Bokeh JavaScript, and
-~1.3 s for the browser to draw the page, most of it Tabulator drawing the table three
-times (first build, when the stylesheets load, after layout), each time measuring
-column widths over the rows it draws. Done here: the charts are plain Bokeh, made once
-per session and redrawn in place (HoloViews cost ~0.3 s of CPU a chart, again at every
-filter change); the hidden tabs are built when first opened; matplotlib is no longer
-imported. Server CPU for a session's page 2.07 s -> 0.98 s cold, a filter change
-~0.5 s -> ~0.05 s: filter changes now meet their target. What would fix the first
-view: fixed column widths and a smaller first table page (fewer Tabulator passes), and
-the buyer's merge made when the server starts."""
+Profiled 2026-11-29 (14:15-14:40 UTC) on the 5,000 demo records: a timeline of one
+cold sign-in (Playwright's network events, the server's CPU, Chromium's JavaScript
+profile). Found first: the browser tests' store had no views built (the test loaded
+the demo data without what `lineups serve --demo` does after it), so the first sign-in
+built the buyer's `all` view and the first `by_source` filter change its view (1.4 s
+of the flow's server CPU): that was the slowest filter change (1.04 s), which no buyer
+of a served store meets; the store is now left as the command leaves it. Then, from
+pressing Sign in: the page 0.2 s, Panel's and Bokeh's 3.4 MB of JavaScript loaded and
+started by ~0.6 s, the websocket and the first document ("Opening your lineups…") by
+~0.8 s, the account 0.05 s, the first page read and the explorer made 0.19 s, Bokeh's
+patch of every new model serialised and sent 0.20 s (the server's CPU from the click
+to the rows 0.5-0.6 s in all), then ~1.0 s in the browser building the explorer:
+Bokeh's layout ~0.2 s, Tabulator drawing 50 rows of wrapped text and measuring each
+row's height ~0.3 s, and again when its stylesheets load ~0.15 s. Done: the first page
+is read before the explorer is placed, so the table is drawn once with its rows (it
+was drawn empty, then filled, then filled again by the page's own fix for updates
+Tabulator drops while building, which now refills only a table that dropped one):
+both charts 0.3 s sooner (four alternating pairs: 2.49 -> 2.19 s mean), the rows
+within the spread (2.21 -> 2.17 s). The code of 2026-11-27 (98c8e7d, 1.40 s that day)
+took 2.19-2.21 s on this machine: the first view moves with the machine more than with
+the code. What would move it: fewer models in the first document (the filters'
+widgets, the charts made after the rows), and Tabulator without a height measured per
+row (fixed row heights, which wrapped cells rule out)."""
 
 FINDINGS: dict[str, str] = {
     "ingest.sqlite": _INGEST,
@@ -140,6 +149,8 @@ to the same run's reference say more than the figures alone.
 | 2026-11-24 18:37 | 185,030 | 71,389 | 0.675 s (1.0 s) | 0.44× | 654k (408k) | 661k (404k) | 1.64 s | nothing (a faster hour) |
 | 2026-11-24 19:04 | 195,113 | 66,634 | 0.615 s (1.2 s) | 0.51× | 590k (355k) | 558k (294k) | 1.53 s | warm pages: one join, parsed query strings kept, stamp once per loop turn; warming at start |
 | 2026-11-24 19:18 | 197,125 | 74,538 | 0.612 s (1.2 s) | 0.55× | 661k (395k) | 596k (394k) | 1.47 s | a page served twice keeps its body |
+| 2026-11-29 12:33 | 123,773 | 31,986 | 1.291 s (2.3 s) | 0.03× | 53k (53k) | 55k (50k) | 2.58 s | merged views kept in the database, stateless servers (issue 15; warm pages: one buyer's distinct pages now, a footnote); exports' CSV from the rows as read |
+| 2026-11-29 14:40 | 173,892 | 48,134 | 0.734 s (1.1 s) | 0.03× | 88k (87k) | 84k (85k) | 1.99 s | the explorer's table drawn once, its tests' store with views built; one CSV writer (the exports' reference is now the rows-as-read writer) |
 """
 
 METHOD = """\
