@@ -111,9 +111,12 @@ Tabulator drops while building, which now refills only a table that dropped one)
 both charts 0.3 s sooner (four alternating pairs: 2.49 -> 2.19 s mean), the rows
 within the spread (2.21 -> 2.17 s). The code of 2026-11-27 (98c8e7d, 1.40 s that day)
 took 2.19-2.21 s on this machine: the first view moves with the machine more than with
-the code. What would move it: fewer models in the first document (the filters'
-widgets, the charts made after the rows), and Tabulator without a height measured per
-row (fixed row heights, which wrapped cells rule out)."""
+the code. After this run (15:05 UTC): the two charts join the page with their first
+totals, after the rows; placed with the table as empty figures they cost the browser
+~0.35 s before the rows showed (four alternating pairs: rows 1.91 -> 1.68 s, both charts
+1.92 -> 1.86 s). What would move it further: fewer models in the first document (the
+filters' widgets), and Tabulator without a height measured per row (fixed row
+heights, which wrapped cells rule out)."""
 
 FINDINGS: dict[str, str] = {
     "ingest.sqlite": _INGEST,
