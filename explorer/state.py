@@ -262,17 +262,24 @@ class LineupsModel(param.Parameterized):
         charts. A later change wins over a query still running."""
         shown = await self._read_rows()
         if shown is not None:
-            await self._read_charts(*shown)
+            await self._after_rows(*shown)
 
     async def read_first(self) -> None:
         """The first read of a model made with `read=False`: the rows now, so that a
         page that draws the model after this draws its table once, with its rows (a
         table drawn empty and filled when the rows arrive is drawn twice, ~0.3 s more
-        of the browser's time to the first view); the charts on the event loop's next
+        of the browser's time to the first view); the rest on the event loop's next
         turn."""
         shown = await self._read_rows()
         if shown is not None:
-            param.parameterized.async_executor(functools.partial(self._read_charts, *shown))
+            param.parameterized.async_executor(functools.partial(self._after_rows, *shown))
+
+    async def _after_rows(self, query: LineupQuery, generation: int) -> None:
+        """What follows the rows on screen: which of them look like duplicates, then
+        the charts (at 1,000,000 records the duplicate check read for ~0.3 s, the
+        charts' totals for ~2 s, and the rows came after both had been read)."""
+        await self._read_duplicates(query, generation, self._page_generation)
+        await self._read_charts(query, generation)
 
     async def _read_rows(self) -> tuple[LineupQuery, int] | None:
         """The count and the first page of the current filters, shown; returns the
@@ -337,6 +344,7 @@ class LineupsModel(param.Parameterized):
             query = self.filters.query(self.account.context.taxonomy)
             with self.account.store() as (session, buyer):
                 result = {**_result(session, buyer.id, query, self._order()), **_charts(session, buyer.id, query)}
+                result["duplicates"] = _duplicates(session, buyer.id, query, result["page_rows"])
         except SessionLost:
             return
         except LineupsError as error:
@@ -373,8 +381,8 @@ class LineupsModel(param.Parameterized):
         offset, order = self.page * PAGE_SIZE, self._order()
         self.busy = True
         try:
-            rows, duplicates = await self.account.run(
-                lambda session, buyer: _page(session, buyer.id, query, offset, order)
+            rows = await self.account.run(
+                lambda session, buyer: data.page(session, buyer.id, query, offset, PAGE_SIZE, order)
             )
         except SessionLost:
             return
@@ -387,8 +395,26 @@ class LineupsModel(param.Parameterized):
             return
         if rows is None:
             self._show_nothing(FAILED)
-        else:
-            self.param.update(page_rows=rows.reset_index(drop=True), duplicates=duplicates, selected_id="")
+            return
+        self.param.update(page_rows=rows.reset_index(drop=True), duplicates={}, selected_id="")
+        await self._read_duplicates(query, filters_generation, generation)
+
+    async def _read_duplicates(self, query: LineupQuery, generation: int, page_generation: int) -> None:
+        """Which rows on screen look like another row of the result, read after the
+        rows are shown; a later filter change or page wins, and a failure leaves the
+        rows unflagged (logged)."""
+        rows = self.page_rows
+        if rows is None or rows.empty:
+            return
+        try:
+            duplicates = await self.account.run(lambda session, buyer: _duplicates(session, buyer.id, query, rows))
+        except SessionLost:
+            return
+        except Exception:
+            log.exception("The explorer could not check the page of %s for duplicates", self.account.buyer_id)
+            return
+        if generation == self._generation and page_generation == self._page_generation and rows is self.page_rows:
+            self.duplicates = duplicates
 
     _paging = False
 
@@ -498,13 +524,10 @@ class LineupsModel(param.Parameterized):
 
 def _result(session, buyer_id: str, query: LineupQuery, order) -> dict[str, Any]:
     """The rows a filter change shows, read on the explorer's threads: the first page
-    (with its likely duplicates) and the count, never the whole result."""
-    first, duplicates = _page(session, buyer_id, query, 0, order)
-    return {
-        "row_count": data.count(session, buyer_id, query),
-        "page_rows": first.reset_index(drop=True),
-        "duplicates": duplicates,
-    }
+    and the count, never the whole result (which of them look like duplicates is
+    read after they are shown, `_duplicates`)."""
+    first = data.page(session, buyer_id, query, 0, PAGE_SIZE, order)
+    return {"row_count": data.count(session, buyer_id, query), "page_rows": first.reset_index(drop=True), "duplicates": {}}
 
 
 def _charts(session, buyer_id: str, query: LineupQuery) -> dict[str, Any]:
@@ -520,16 +543,15 @@ def _charts_of(totals: Summary) -> dict[str, Any]:
     }
 
 
-def _page(session, buyer_id: str, query: LineupQuery, offset: int, order) -> tuple[pd.DataFrame, dict[str, str]]:
-    """A page of rows and which of them look like another row of the result (merged
-    rows only): the check reads the result's rows at the page's ports dated within
+def _duplicates(session, buyer_id: str, query: LineupQuery, rows: pd.DataFrame) -> dict[str, str]:
+    """Which of a page's `rows` look like another row of the result (merged rows
+    only): the check reads the result's rows at the page's ports dated within
     `WINDOW` of a page row, the only rows a likely duplicate can be among."""
-    rows = data.page(session, buyer_id, query, offset, PAGE_SIZE, order)
     if query.merge != "all" or rows.empty:
-        return rows, {}
+        return {}
     dated = rows[rows["combined_date"].notna()]
     if dated.empty:
-        return rows, {}
+        return {}
     window = WINDOW.value
     spans: list[list[int]] = []
     for at in sorted(pd.DatetimeIndex(dated["combined_date"]).asi8.tolist()):
@@ -540,7 +562,7 @@ def _page(session, buyer_id: str, query: LineupQuery, offset: int, order) -> tup
     near = data.near(session, buyer_id, query, dated["port_unlocode"].astype(str).unique().tolist(), [tuple(s) for s in spans])
     found = likely_duplicates(near)
     on_page = set(rows["id"].astype(str))
-    return rows, {row_id: why for row_id, why in found.items() if row_id in on_page}
+    return {row_id: why for row_id, why in found.items() if row_id in on_page}
 
 
 def _explained(session, buyer_id: str, row_id: str, query: LineupQuery):
