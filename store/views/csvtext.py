@@ -13,7 +13,7 @@ Its input is the rows as the views keep them, as Arrow columns
 
 How: rows are written a block at a time (`Lineups.csv_blocks`), column by column, in Arrow. Each column of a
 block is dictionary-encoded; the text of each distinct value is decided once, by the
-per-value rules below (`_csv_text`, `_csv_encoder`), except where a vectorised test
+per-value rules below (`_csv_text`, `_number_text`), except where a vectorised test
 proves the rules leave the value as it is (plain text, integers); the cells are then
 taken from the encoded values and joined into lines in Arrow's C++ kernels, which
 release the GIL, so a server thread writing CSV leaves the event loop free. The
@@ -26,7 +26,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -83,13 +83,6 @@ def _csv_text(value: Any, quote: _Quoter) -> str:
     text = value if type(value) is str else str(value)
     text = text_value(text)
     return "" if text is None else quote(neutralise(text))
-
-
-def _csv_encoder(field: str) -> Callable[[Any], str]:
-    """The cell text of one value of a number field (`value` not missing)."""
-    if field in INTEGER_FIELDS:
-        return lambda value: str(int(value))
-    return lambda value: _number_text(float(value))
 
 
 def csv_header() -> bytes:
@@ -153,14 +146,14 @@ def _stamps(seconds: np.ndarray) -> pa.Array:
     return pa.array(np.char.add(np.datetime_as_string(seconds, unit="s"), "Z"), pa.string())
 
 
-def _float_texts(values: np.ndarray, field: str) -> pa.Array:
-    """Floats (none missing) as their cell text: whole ones as integers, in Arrow."""
+def _float_texts(values: np.ndarray) -> pa.Array:
+    """Floats (none missing) as their cell text: whole ones as integers, in Arrow,
+    the others as `_number_text` writes them."""
     whole = np.isfinite(values) & (np.abs(values) < _EXACT_INTEGERS) & (np.floor(values) == values)
     texts = pc.cast(pa.array(np.where(whole, values, 0).astype(np.int64)), pa.string())
     if whole.all():
         return texts
-    encode = _csv_encoder(field)
-    rest = pa.array([encode(v) for v in values[~whole].tolist()], pa.string())
+    rest = pa.array([_number_text(v) for v in values[~whole].tolist()], pa.string())
     return pc.replace_with_mask(texts, pa.array(~whole), rest)
 
 
@@ -177,7 +170,7 @@ def _stored_cells(values: pa.Array, field: str, quote: _Quoter) -> Cells:
     if field in INTEGER_FIELDS:
         return codes, pc.cast(uniques, pa.string())
     if field in NUMBER_FIELDS:
-        return codes, _float_texts(uniques.to_numpy(), field)
+        return codes, _float_texts(uniques.to_numpy())
     return codes, _encoded_texts(uniques, quote)
 
 

@@ -196,26 +196,14 @@ class Lineups:
         )
 
     def frame(self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None) -> pd.DataFrame:
-        """`query`'s whole result in C3 order, in one frame (the explorer's charts)."""
-        return pd.concat(list(self.blocks(buyer_id, query, entitled)), ignore_index=True)
-
-    def blocks(
-        self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None, size: int = BLOCK_ROWS,
-        wait: float | None = None,
-    ) -> Iterator[pd.DataFrame]:
-        """`query`'s whole result in C3 order, `size` rows at a time, each block read
-        afresh after the previous one's last row (keyset: no row twice, none skipped
-        that was there throughout). Yields at least one (maybe empty) block. `wait`
-        as `page`'s: a share link's export, on threads of its own, gives the full
-        `upkeep.WAIT_S` (a coroutine cannot ask its blocks again)."""
-        for page in self.pages(buyer_id, query, entitled, size, wait):
-            yield page.rows
+        """`query`'s whole result in C3 order, in one frame (the command line's duplicate report, tests)."""
+        return pd.concat([page.rows for page in self.pages(buyer_id, query, entitled)], ignore_index=True)
 
     def csv_blocks(
         self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None, size: int = BLOCK_ROWS,
         wait: float | None = None,
     ) -> Iterator[bytes]:
-        """`blocks` as CSV text without a header (C9), made from the rows as read,
+        """`pages` as CSV text without a header (C9), made from the rows as read,
         with no frame between (`csvtext.csv_of_columns`): a share link's export, the
         explorer's download."""
         for page in self.pages(buyer_id, query, entitled, size, wait):
@@ -225,8 +213,11 @@ class Lineups:
         self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None, size: int = BLOCK_ROWS,
         wait: float | None = None,
     ) -> Iterator[Page]:
-        """`blocks`'s pages as read (at least one), each read after the last one's
-        last row."""
+        """`query`'s whole result in C3 order, `size` rows a page, each page read
+        afresh after the previous one's last row (keyset: no row twice, none skipped
+        that was there throughout). Yields at least one (maybe empty) page. `wait`
+        as `page`'s: a share link's export, on threads of its own, gives the full
+        `upkeep.WAIT_S` (a coroutine cannot ask its pages again)."""
         after: Position | None = None
         while True:
             page = self.page(buyer_id, query, after, size, entitled, wait)
@@ -303,7 +294,8 @@ class Lineups:
         (first, last), in C3 order: what a near-duplicate check of a page reads."""
 
         def work(session: Session, target: sql.Target) -> pd.DataFrame:
-            return frame_of(session.connection().execute(sql.near_statement(query, self.taxonomy, target, ports, spans)).all())
+            statement = sql.near_statement(query, self.taxonomy, target, ports, spans)
+            return frame_of(session.connection().execute(statement).all())
 
         return self._in_views(buyer_id, query, None, work, frame_of([]))
 
@@ -315,7 +307,8 @@ class Lineups:
 
         def work(session: Session, target: sql.Target) -> Summary:
             tonnes, units, statuses = [], {}, []
-            for part, day, a, b, c, value in session.connection().execute(sql.summary_statement(query, self.taxonomy, target)):
+            statement = sql.summary_statement(query, self.taxonomy, target)
+            for part, day, a, b, c, value in session.connection().execute(statement):
                 if part == "tonnes":
                     tonnes.append((int(day), a, float(value)))
                 elif part == "units":
