@@ -34,6 +34,14 @@ HEADER_CSS = """
 """
 
 
+def addressed_lineups(account: Account, read: bool = True) -> tuple[LineupsModel, str]:
+    """The buyer's lineups under the filters of the page's address (`opened_filters`)
+    and what of the address could not be used; `read` as `LineupsModel`'s."""
+    filters = LineupFilters.of(account)
+    notice = opened_filters(filters, account)
+    return LineupsModel(account, read=read, filters=filters), notice
+
+
 def opened_filters(filters: LineupFilters, account: Account) -> str:
     """Set `filters` from the page's address, or to upcoming calls when it names
     none; returns what of the address could not be used, in words ("" if all)."""
@@ -65,18 +73,14 @@ class Explorer(Viewer):
     async def opened(cls, account: Account, **params) -> "Explorer":
         """The explorer with its first page of rows already read (off the event loop),
         so that the page draws its table once, with the rows; the charts follow."""
-        filters = LineupFilters.of(account)
-        notice = opened_filters(filters, account)
-        lineups = LineupsModel(account, filters=filters, read=False)
+        lineups, notice = addressed_lineups(account, read=False)
         await lineups.read_first()
         return cls(account, lineups=lineups, notice=notice, **params)
 
     def __init__(self, account: Account, **params):
         lineups = params.pop("lineups", None)
         if lineups is None:
-            filters = LineupFilters.of(account)
-            params["notice"] = opened_filters(filters, account)
-            lineups = LineupsModel(account, filters=filters)
+            lineups, params["notice"] = addressed_lineups(account)
         params.setdefault("shares", SharesModel(account, lineups.filters))
         params.setdefault("feeds", FeedsModel(account=account))
         super().__init__(account=account, lineups=lineups, **params)
