@@ -1,7 +1,9 @@
 """The store's schema (SQLAlchemy 2), one for SQLite and PostgreSQL.
 
-Times are stored as naive UTC `DateTime` columns on both back ends and turned into
-aware UTC values at the edges (contract C1).
+Times are naive UTC `DateTime` values to the code on both back ends, turned into
+aware UTC values at the edges (contract C1). PostgreSQL keeps them as timestamps;
+SQLite as ISO text, but for the records' times (`RecordTime`), which it keeps as
+integers.
 """
 
 from __future__ import annotations
@@ -19,9 +21,48 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    TypeDecorator,
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeEngine
+
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+class _Nanoseconds(TypeEngine):
+    """A SQLite column declared DATETIME whose values are integers, as they come."""
+
+    __visit_name__ = "DATETIME"
+
+
+class RecordTime(TypeDecorator):
+    """A record's time: a naive UTC datetime to the code, a timestamp on PostgreSQL,
+    and on SQLite an integer, nanoseconds since the epoch (whole microseconds, as a
+    datetime holds), in a column that its DDL still declares DATETIME. SQLite's
+    DateTime is ISO text, 26 bytes a value where the integer takes 8: five times a
+    record, written by every ingest and parsed by every merge's load. 1,000,000
+    records into a fresh store: 684 -> 594 MiB, the ingest 31.5 -> 28.1 s, loading
+    them all for a merge 19.4 -> 17.2 s (means of six alternating pairs, a slow hour,
+    2026-11-29). Migration 0014 turned the kept text into integers."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect):
+        return _Nanoseconds() if dialect.name == "sqlite" else dialect.type_descriptor(DateTime())
+
+    def process_bind_param(self, value, dialect):
+        if value is None or dialect.name != "sqlite":
+            return value
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return (value - _EPOCH) // dt.timedelta(microseconds=1) * 1000
+
+    def process_result_value(self, value, dialect):
+        if value is None or dialect.name != "sqlite":
+            return value
+        return _EPOCH + dt.timedelta(microseconds=int(value) // 1000)
 
 
 def new_uuid() -> str:
@@ -121,9 +162,9 @@ class Record(Base):
     commodity: Mapped[str | None] = mapped_column(String(200))
     quantity: Mapped[float | None] = mapped_column(Float)
     quantity_unit: Mapped[str | None] = mapped_column(String(10))
-    eta: Mapped[dt.datetime | None] = mapped_column(DateTime)
-    etb: Mapped[dt.datetime | None] = mapped_column(DateTime)
-    etd: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    eta: Mapped[dt.datetime | None] = mapped_column(RecordTime)
+    etb: Mapped[dt.datetime | None] = mapped_column(RecordTime)
+    etd: Mapped[dt.datetime | None] = mapped_column(RecordTime)
     vessel_status: Mapped[str | None] = mapped_column(String(20))
     shipper: Mapped[str | None] = mapped_column(String(200))
     receiver: Mapped[str | None] = mapped_column(String(200))
@@ -138,8 +179,8 @@ class Record(Base):
     commodity_leaf: Mapped[str | None] = mapped_column(String(200))
     content_hash: Mapped[int] = mapped_column(BigInteger)
     version: Mapped[int] = mapped_column(Integer, default=1)
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime)
-    updated_at: Mapped[dt.datetime] = mapped_column(DateTime)
+    created_at: Mapped[dt.datetime] = mapped_column(RecordTime)
+    updated_at: Mapped[dt.datetime] = mapped_column(RecordTime)
 
     __table_args__ = (
         UniqueConstraint("feed_id", "ref", name="uq_records_feed_ref"),

@@ -198,7 +198,8 @@ _STORED = (*CONTENT_FIELDS, "vessel_key", "name_key", "commodity_raw_key", "comm
 
 def _python_values(column: pd.Series, sqlite: bool) -> list:
     """A column as Python values for a DB-API driver: None for missing, naive UTC
-    datetimes (ISO text for SQLite, as SQLAlchemy stores them), Python numbers."""
+    datetimes (for SQLite, integer nanoseconds, as `schema.RecordTime` keeps them),
+    Python numbers."""
     if isinstance(column.dtype, pd.DatetimeTZDtype):
         return _python_times(column, sqlite)
     if isinstance(column.dtype, pd.CategoricalDtype):  # text from validate_frame and derive
@@ -218,13 +219,13 @@ def _python_values(column: pd.Series, sqlite: bool) -> list:
 def _python_times(column: pd.Series, sqlite: bool) -> list:
     """Each distinct time converted once: a feed repeats its times over many rows."""
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
-    naive = uniques.tz_convert(None).as_unit("us").to_numpy()
+    naive = uniques.tz_convert(None).as_unit("us")
     if not len(naive):
         return [None] * len(codes)
-    if sqlite:  # numpy formats in C; SQLAlchemy's SQLite layout has a space, not "T"
-        values = np.char.replace(np.datetime_as_string(naive, unit="us"), "T", " ").astype(object)
+    if sqlite:  # whole microseconds, as a datetime holds (`RecordTime`)
+        values = (naive.asi8 * 1000).astype(object)
     else:
-        values = np.array(naive.tolist(), dtype=object)
+        values = np.array(naive.to_numpy().tolist(), dtype=object)
     return np.append(values, None)[codes].tolist()
 
 

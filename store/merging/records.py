@@ -21,6 +21,7 @@ from store.merging import columns
 from store.merging.resolve import Identities
 from store.intake.normalize import commodity_text_key
 from store.database.schema import Feed, Record
+from store.merging.merge_plan import NAT
 from store.reference.taxonomy import default_taxonomy
 
 _COLUMNS = (
@@ -182,23 +183,30 @@ _NOT_CODED = frozenset({*_TIMES, "dwt", "quantity", *_UNIQUE})
 
 
 def _columns(names: list[str], rows: list[tuple]) -> dict[str, object]:
-    """One chunk of driver rows as columns: times parsed (SQLite gives text,
-    PostgreSQL datetimes), text columns factorized, (codes, distinct values), to
+    """One chunk of driver rows as columns: times as datetime64 (SQLite gives
+    integer nanoseconds, `schema.RecordTime`; PostgreSQL datetimes), text columns
+    factorized, (codes, distinct values), to
     become categoricals (`store.merging.columns`: a feed repeats its ports and companies on
     every row)."""
     out: dict[str, object] = {}
     for name, values in zip(names, zip(*rows)):
         array = np.array(values, dtype=object)
         if name in _TIMES:
-            text = any(isinstance(v, str) for v in values[:1000])
-            parsed = pd.to_datetime(array, utc=True, format="ISO8601" if text else None)
-            out[name] = parsed.tz_convert(None).as_unit("ns").to_numpy()  # naive UTC
+            out[name] = _times(array)
         elif name in ("dwt", "quantity") or name in _UNIQUE:
             out[name] = array
         else:
             codes, uniques = pd.factorize(array)
             out[name] = (codes, np.asarray(uniques, dtype=object))
     return out
+
+
+def _times(values: np.ndarray) -> np.ndarray:
+    """Driver values of a time column as naive UTC datetime64[ns] (NaT for None)."""
+    present = values != None  # noqa: E711 - elementwise on an object array
+    if present.any() and isinstance(values[present.argmax()], (int, np.integer)):  # SQLite
+        return np.where(present, values, NAT).astype(np.int64).view("M8[ns]")
+    return pd.to_datetime(values, utc=True).tz_convert(None).as_unit("ns").to_numpy()
 
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:

@@ -150,3 +150,58 @@ def test_upgrading_through_the_index_rebuild_keeps_the_planners_statistics(store
         for index in ("ix_merged_rows_vessel", "ix_merged_rows_port_commodity", "ix_records_vessel", "ix_records_name"):
             assert connection.scalar(text(statistics), {"index": index}) == 1, index
     engine.dispose()
+
+
+def test_upgrading_turns_the_records_text_times_into_the_same_times_as_integers(store_settings, tmp_path):
+    """Migration 0014: SQLite kept a record's times as ISO text, and keeps them now as
+    integer nanoseconds (`schema.RecordTime`: 8 bytes instead of 26, five times a
+    record). A store of 0013 whose records hold the text the old code wrote reads
+    the same times after the upgrade, to the microsecond, before 1970 too; and the
+    code now writes integers."""
+    import datetime as dt
+
+    from sqlalchemy import select, text
+
+    from store.database.db import engine_for, load_ports, make_sessionmaker, transaction
+    from store.database.migrate import upgrade
+    from store.database.schema import Record
+    from store.intake import feeds, ingest
+
+    engine = engine_for(store_settings)
+    if engine.dialect.name != "sqlite":
+        engine.dispose()
+        pytest.skip("PostgreSQL keeps timestamps: 0014 leaves it as it is")
+    upgrade(engine, "0013")
+    load_ports(engine)
+    sessions = make_sessionmaker(engine)
+    path = tmp_path / "santos.csv"
+    path.write_text(
+        "ref,port_unlocode,vessel_imo,vessel_name,commodity,quantity,eta,etd\n"
+        "R1,BRSSZ,9074729,Ocean Grace,Soybeans,65000,2024-01-05T10:00:00Z,\n"
+        "R2,BRSSZ,9305609,Apollo,Corn,30000,1969-07-20T20:17:40Z,1969-12-31T23:59:59Z\n"
+    )
+    with transaction(sessions) as session:
+        ingest.ingest_file(session, feeds.add_feed(session, "Santos Lineup", ["BRSSZ"]), path)
+    times = ("eta", "etb", "etd", "created_at", "updated_at")
+    columns = [getattr(Record, name) for name in times]
+    with transaction(sessions) as session:
+        written = {row[0]: row[1:] for row in session.execute(select(Record.ref, *columns))}
+        assert {session.scalar(text("SELECT typeof(eta) FROM records WHERE ref = 'R1'"))} == {"integer"}
+        # As the code of 0013 kept them: SQLAlchemy's SQLite text, with microseconds.
+        old = dt.timedelta(microseconds=123_457)
+        for ref, values in written.items():
+            olden = {name: None if value is None else (value - old).strftime("%Y-%m-%d %H:%M:%S.%f")
+                     for name, value in zip(times, values)}
+            session.execute(text(f"UPDATE records SET {', '.join(f'{n} = :{n}' for n in times)} WHERE ref = :ref"),
+                            {**olden, "ref": ref})
+    upgrade(engine)
+    with transaction(sessions) as session:
+        read = {row[0]: row[1:] for row in session.execute(select(Record.ref, *columns))}
+        kinds = set(session.scalars(text(f"SELECT {' || '.join(f'typeof({n})' for n in times)} FROM records")))
+    assert read == {
+        ref: tuple(None if value is None else value - old for value in values) for ref, values in written.items()
+    }
+    assert read["R2"][0] == dt.datetime(1969, 7, 20, 20, 17, 40) - old
+    # (eta, etb, etd, created_at, updated_at) of R1, then of R2: blanks stay NULL.
+    assert kinds == {"integernullnullintegerinteger", "integernullintegerintegerinteger"}
+    engine.dispose()
