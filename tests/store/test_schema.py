@@ -127,18 +127,12 @@ def test_upgrading_through_the_index_rebuild_keeps_the_planners_statistics(store
 
     from sqlalchemy import text
 
-    from store.database.db import engine_for, load_ports, make_sessionmaker, transaction
+    from store.database.db import transaction
     from store.database.migrate import upgrade
     from store.intake import demo
     from store.views import upkeep
 
-    engine = engine_for(store_settings)
-    if engine.dialect.name != "sqlite":
-        engine.dispose()
-        pytest.skip("PostgreSQL keeps its planner statistics per column, not per index")
-    upgrade(engine, "0008")
-    load_ports(engine)
-    sessions = make_sessionmaker(engine)
+    engine, sessions = _sqlite_store_at(store_settings, "0008", "PostgreSQL keeps its planner statistics per column, not per index")
     with transaction(sessions) as session:
         payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
     upkeep.ensure_buyer(sessions, payload["buyer_id"])  # its first view's build analyses the table
@@ -162,18 +156,12 @@ def test_upgrading_turns_the_records_text_times_into_the_same_times_as_integers(
 
     from sqlalchemy import select, text
 
-    from store.database.db import engine_for, load_ports, make_sessionmaker, transaction
+    from store.database.db import transaction
     from store.database.migrate import upgrade
     from store.database.schema import Record
     from store.intake import feeds, ingest
 
-    engine = engine_for(store_settings)
-    if engine.dialect.name != "sqlite":
-        engine.dispose()
-        pytest.skip("PostgreSQL keeps timestamps: 0014 leaves it as it is")
-    upgrade(engine, "0013")
-    load_ports(engine)
-    sessions = make_sessionmaker(engine)
+    engine, sessions = _sqlite_store_at(store_settings, "0013", "PostgreSQL keeps timestamps: 0014 leaves it as it is")
     path = tmp_path / "santos.csv"
     path.write_text(
         "ref,port_unlocode,vessel_imo,vessel_name,commodity,quantity,eta,etd\n"
@@ -204,4 +192,59 @@ def test_upgrading_turns_the_records_text_times_into_the_same_times_as_integers(
     assert read["R2"][0] == dt.datetime(1969, 7, 20, 20, 17, 40) - old
     # (eta, etb, etd, created_at, updated_at) of R1, then of R2: blanks stay NULL.
     assert kinds == {"integernullnullintegerinteger", "integernullintegerintegerinteger"}
+    engine.dispose()
+
+
+def _sqlite_store_at(store_settings, revision: str, why_not_postgresql: str):
+    """(engine, sessionmaker) of the fresh store migrated to `revision`, with the port
+    directory; on PostgreSQL the test is skipped, saying `why_not_postgresql`."""
+    from store.database.db import engine_for, load_ports, make_sessionmaker
+    from store.database.migrate import upgrade
+
+    engine = engine_for(store_settings)
+    if engine.dialect.name != "sqlite":
+        engine.dispose()
+        pytest.skip(why_not_postgresql)
+    upgrade(engine, revision)
+    load_ports(engine)
+    return engine, make_sessionmaker(engine)
+
+
+def test_migration_0014_converts_every_time_both_ways_exactly():
+    """0014's SQL against `RecordTime`'s own conversion, over 2,000 random times of
+    every year a nanosecond count can hold (1677-2262), with microseconds: the upgrade
+    gives the integers the code writes, the downgrade the text the code of 0013 wrote."""
+    import datetime as dt
+    import importlib.util
+    import random
+    from pathlib import Path
+
+    from alembic.operations import Operations
+    from alembic.runtime.migration import MigrationContext
+    from sqlalchemy import create_engine, text
+
+    import store.database.migrations as migrations
+    from store.database.schema import RecordTime
+
+    path = Path(migrations.__file__).parent / "versions" / "0014_record_times_as_integers.py"
+    spec = importlib.util.spec_from_file_location("migration_0014", path)
+    migration = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(migration)
+    rng = random.Random(14)
+    times = [dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=rng.randint(-9 * 10**15, 9 * 10**15)) for _ in range(2_000)]
+    texts = [t.strftime("%Y-%m-%d %H:%M:%S.%f") for t in times]
+    engine = create_engine("sqlite://")
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE records (eta DATETIME, etb DATETIME, etd DATETIME, "
+                                "created_at DATETIME, updated_at DATETIME)"))
+        connection.execute(text("INSERT INTO records VALUES (:t, NULL, :t, :t, :t)"), [{"t": t} for t in texts])
+        with Operations.context(MigrationContext.configure(connection)):
+            migration.upgrade()
+        stored = connection.execute(text("SELECT eta, etb, etd, created_at, updated_at FROM records")).all()
+        assert [row[0] for row in stored] == [RecordTime().process_bind_param(t, engine.dialect) for t in times]
+        assert all(row[1] is None and row[0] == row[2] == row[3] == row[4] for row in stored)
+        assert [RecordTime().process_result_value(row[0], engine.dialect) for row in stored] == times
+        with Operations.context(MigrationContext.configure(connection)):
+            migration.downgrade()
+        assert [row[0] for row in connection.execute(text("SELECT eta FROM records"))] == texts
     engine.dispose()

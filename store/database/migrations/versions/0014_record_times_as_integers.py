@@ -27,23 +27,22 @@ _TIMES = ("eta", "etb", "etd", "created_at", "updated_at")
 
 
 def upgrade() -> None:
-    if op.get_bind().dialect.name != "sqlite":
-        return
-    # "YYYY-MM-DD HH:MM:SS[.ffffff]": the fraction's digits padded to six.
-    op.execute("UPDATE records SET " + ", ".join(
-        f"{c} = CASE WHEN typeof({c}) = 'text' THEN "
-        f"CAST(strftime('%s', substr({c}, 1, 19)) AS INTEGER) * 1000000000 "
-        f"+ CAST(substr(substr({c}, 21) || '000000', 1, 6) AS INTEGER) * 1000 ELSE {c} END"
-        for c in _TIMES
-    ))
+    # "YYYY-MM-DD HH:MM:SS.ffffff": the whole seconds, then the fraction padded to six digits.
+    _rewrite("text", "CAST(strftime('%s', substr({c}, 1, 19)) AS INTEGER) * 1000000000 "
+                     "+ CAST(substr(substr({c}, 21) || '000000', 1, 6) AS INTEGER) * 1000")
 
 
 def downgrade() -> None:
+    # Floored seconds (integer division truncates), then the microseconds past them.
+    _rewrite("integer", "strftime('%Y-%m-%d %H:%M:%S', {c} / 1000000000 - ({c} % 1000000000 < 0), 'unixepoch') "
+                        "|| '.' || substr('000000' || ((({c} % 1000000000) + 1000000000) % 1000000000 / 1000), -6)")
+
+
+def _rewrite(kind: str, expression: str) -> None:
+    """On SQLite, each time of every record that is of SQLite type `kind` as
+    `expression` of it (`{c}`: the column); nothing on PostgreSQL."""
     if op.get_bind().dialect.name != "sqlite":
         return
     op.execute("UPDATE records SET " + ", ".join(
-        f"{c} = CASE WHEN typeof({c}) = 'integer' THEN "
-        f"strftime('%Y-%m-%d %H:%M:%S', {c} / 1000000000 - ({c} % 1000000000 < 0), 'unixepoch') "
-        f"|| '.' || substr('000000' || ((({c} % 1000000000) + 1000000000) % 1000000000 / 1000), -6) ELSE {c} END"
-        for c in _TIMES
+        f"{c} = CASE WHEN typeof({c}) = '{kind}' THEN {expression.format(c=c)} ELSE {c} END" for c in _TIMES
     ))
