@@ -49,6 +49,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -597,26 +598,10 @@ def fresh_daily_update(dataset: Dataset, changes: int = 1_000) -> list[Figure]:
     runs: a process that has built views before keeps the memory it touched, and a
     daily update in it ran 1-2 s faster at 1,000,000 records than in a new one
     (2026-11-27, with a 256 MiB page cache: 3.1-3.9 s against 4.9-5.4 s, ~90,000
-    page faults fewer). Not a pool's worker: a daemon process may not start the
-    reader that `daily_update` watches with."""
-    context = multiprocessing.get_context("spawn")
-    results = context.Queue()
-    process = context.Process(target=_daily_update_into, args=(results, dataset, changes))
-    process.start()
-    try:
-        outcome = results.get(timeout=900)
-    finally:
-        process.join(timeout=60)
-    if isinstance(outcome, BaseException):
-        raise outcome
-    return outcome
-
-
-def _daily_update_into(results, dataset: Dataset, changes: int) -> None:
-    try:
-        results.put(daily_update(dataset, changes))
-    except Exception as error:  # noqa: BLE001 - said in the bench's process
-        results.put(RuntimeError(f"the daily update failed: {error!r}"))
+    page faults fewer). A `concurrent.futures` worker, not a `multiprocessing.Pool`'s:
+    the Pool's are daemons, which may not start the reader `daily_update` watches with."""
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(daily_update, dataset, changes).result(timeout=900)
 
 
 def _clock() -> float:
