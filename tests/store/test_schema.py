@@ -215,21 +215,16 @@ def test_migration_0014_converts_every_time_both_ways_exactly():
     every year a nanosecond count can hold (1677-2262), with microseconds: the upgrade
     gives the integers the code writes, the downgrade the text the code of 0013 wrote."""
     import datetime as dt
-    import importlib.util
     import random
-    from pathlib import Path
 
     from alembic.operations import Operations
     from alembic.runtime.migration import MigrationContext
     from sqlalchemy import create_engine, text
 
-    import store.database.migrations as migrations
+    from store.database.migrate import scripts
     from store.database.schema import RecordTime
 
-    path = Path(migrations.__file__).parent / "versions" / "0014_record_times_as_integers.py"
-    spec = importlib.util.spec_from_file_location("migration_0014", path)
-    migration = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(migration)
+    migration = scripts().get_revision("0014").module
     rng = random.Random(14)
     times = [dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=rng.randint(-9 * 10**15, 9 * 10**15)) for _ in range(2_000)]
     texts = [t.strftime("%Y-%m-%d %H:%M:%S.%f") for t in times]
