@@ -86,9 +86,16 @@ before these changes); the writer alone over the rows as read, 275,239 rows/s. S
 fetch alone (30 columns into Python values) is ~140,000 rows/s on the fastest machine
 yet, under both targets. Tried: ADBC's SQLite driver (rows straight into Arrow, the
 fetch 0.21 s) fails on a column whose first rows are all NULL (it takes the type from
-them, then meets text). What would meet the targets: the CSV line of each kept row
-written into the view with the row (read back at ~1.2M rows/s), at ~550 bytes more a
-row (+58% storage) and more bytes written by every daily update."""
+them, then meets text). Tried on 2026-11-29 (17:55 UTC, a slower machine: speed probe
+235 ms) and left out: SQLite writing each row's CSV line itself, one text per row
+instead of 30 values (every C1/C9 rule as SQL: blanks with `trim` over Python's
+whitespace, the formula guard, RFC 4180 quoting with `instr`/`replace`, times with
+`strftime`; whole quantities as integers, the others patched in Python): the same
+35,171,567 bytes for the 63,561-row export, but 3.4-4.0 s against the Arrow writer's
+1.1-1.6 s (16,000-19,000 against 40,000-60,000 rows/s): SQLite's expressions cost
+more per row than fetching the values. What would meet the targets: the CSV line of
+each kept row written into the view with the row (read back at ~1.2M rows/s), at ~550
+bytes more a row (+58% storage) and more bytes written by every daily update."""
 
 _EXPLORER = """\
 Profiled 2026-11-29 (14:15-14:40 UTC) on the 5,000 demo records: a timeline of one
@@ -154,6 +161,7 @@ to the same run's reference say more than the figures alone.
 | 2026-11-24 19:18 | 197,125 | 74,538 | 0.612 s (1.2 s) | 0.55× | 661k (395k) | 596k (394k) | 1.47 s | a page served twice keeps its body |
 | 2026-11-29 12:33 | 123,773 | 31,986 | 1.291 s (2.3 s) | 0.03× | 53k (53k) | 55k (50k) | 2.58 s | merged views kept in the database, stateless servers (issue 15; warm pages: one buyer's distinct pages now, a footnote); exports' CSV from the rows as read |
 | 2026-11-29 14:40 | 173,892 | 48,134 | 0.734 s (1.1 s) | 0.03× | 88k (87k) | 84k (85k) | 1.99 s | the explorer's table drawn once, its tests' store with views built; one CSV writer (the exports' reference is now the rows-as-read writer) |
+| 2026-11-29 20:11 | 190,088 | 52,941 | 0.618 s (1.1 s) | 0.04× | 91k (87k) | 86k (83k) | 1.62 s | SQLite keeps a record's five times as integers (migration 0014; the ingest ~11% faster in A/B pairs); the daily update's bench reader a process of its own (2.17 s, missed) |
 """
 
 METHOD = """\
