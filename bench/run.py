@@ -165,7 +165,7 @@ def measure(cfg: Config, folder: Path) -> tuple[list[Figure], tuple | None]:
     dataset = step("building the service store", build_store, folder, cfg.records)
     # The headline: many buyers, distinct questions, beside Datasette (issue 15).
     mixed_figures, _ = step("mixed workload", mixed.mixed_figures, dataset, folder, cfg.questions, not cfg.quick,
-                            cfg.ingest_rows)
+                            cfg.ingest_rows, daily_runs=cfg.runs)
     figures = mixed_figures + figures
     export_rows, render_rate = step("CSV renderer reference", engine_figures.render_reference, dataset, cfg.runs)
     share_query, share_rows = step("choosing the share link", engine_figures.share_query, dataset, cfg.share_rows)
@@ -194,10 +194,10 @@ def measure(cfg: Config, folder: Path) -> tuple[list[Figure], tuple | None]:
 class _Steps:
     """Runs a step and says on stderr what it does and how long it took."""
 
-    def __call__(self, name: str, function, *args):
+    def __call__(self, name: str, function, *args, **kwargs):
         print(f"[bench] {name} …", file=sys.stderr, flush=True)
         start = time.perf_counter()
-        result = function(*args)
+        result = function(*args, **kwargs)
         print(f"[bench] {name}: {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
         return result
 

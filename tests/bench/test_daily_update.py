@@ -1,0 +1,51 @@
+"""The benchmark's daily update (`bench/mixed.py`, issue 15): its figure is the median
+of several updates, each in a fresh process and each a different change of the store,
+so that one slow or fast update, or the same change asked again, cannot make it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "bench")]
+
+import dataset as bench_dataset  # noqa: E402
+import mixed  # noqa: E402
+
+from store.database.db import make_sessionmaker, transaction  # noqa: E402
+from store.database.schema import Feed, Record, RecordRevision  # noqa: E402
+
+
+@pytest.mark.slow
+def test_the_daily_update_figure_is_the_median_of_different_changes(tmp_path):
+    store = bench_dataset.build_store(tmp_path, 2_000)
+    mixed.add_buyers(store)
+    feed_id = store.feed_ids[0]
+    engine = store.engine()
+    sessions = make_sessionmaker(engine)
+    with transaction(sessions) as session:
+        version = session.get(Feed, feed_id).data_version
+        records = session.scalar(select(func.count()).select_from(Record).where(Record.feed_id == feed_id))
+
+    seen, command = mixed.fresh_daily_update(store, changes=40, runs=2)
+
+    assert seen.id == "mixed.daily" and len(seen.values) == 2 and all(v > 0 for v in seen.values)
+    assert command.id == "mixed.daily.command" and len(command.values) == 2
+    assert seen.note.startswith("2 updates; the median one's: view upkeep")
+    with transaction(sessions) as session:
+        assert session.get(Feed, feed_id).data_version == version + 2
+        now = session.scalar(select(func.count()).select_from(Record).where(Record.feed_id == feed_id))
+        revised = session.scalar(
+            select(func.count(func.distinct(RecordRevision.record_id)))
+            .join(Record, Record.id == RecordRevision.record_id)
+            .where(Record.feed_id == feed_id)
+        )
+    engine.dispose()
+    assert now == records + 2 * 20  # each update's new calls, new records
+    # Two different changes: the second update revised records the first did not
+    # (one batch applied twice would leave the same 20 records revised twice).
+    assert revised > 20
