@@ -49,9 +49,14 @@ core) and rendering pages straight from the rows the driver returns."""
 
 _MIXED = """\
 The daily update: where its time goes and what was tried is in docs/architecture.md
-("The daily update"); on the fastest machine yet (2026-11-29, a Python loop of 5M
-additions 116 ms) 2.75 s at 1,000,000 records, 2.36 s of it bringing the five views of
-the feed up to date in the ingest's transaction. Pages: profile (cProfile, in process,
+("The daily update"). On a fast machine (2026-11-29 20:11-21:30 UTC, a Python loop of
+5M additions 144-147 ms) 2.17 s in the whole bench (one update, before the figure was
+a median), then 2.02-2.08 s (median 2.08) in three updates of a fresh
+1,000,000-record store (docs/benchmarks-daily.md) and 1.86-2.55 s in twelve on one
+store: at the target, not under it. Per update, each of the four `all` views that hold
+the feed moves ~800-900 rows (a revised ETA moves a row's date: a delete and an insert
+in the table and six indexes) and the `by_source` view ~600; writing them is ~40% of
+the update, reading the stored rows of the touched pairs 13%, the widening 13%. Pages: profile (cProfile, in process,
 100,000 and 250,000 records): a page is ~6 ms median;
 the driver's fetch and the frame built from it are most of it; `latest` with content
 filters probes the (vessel, port) index per row that is not the pair's top and is the
@@ -185,7 +190,8 @@ METHOD = """\
   each with its buyer's key, from 4 keep-alive connections (wrk, each question asked
   once, interrupted when all are answered, at most 120 s); then a subscription change
   to a new feed set and a 100,000-record `lineups ingest` while other buyers' pages
-  are asked every 50 ms; a 1,000-record update; the server's RSS. Beside it, Datasette
+  are asked every 50 ms; 1,000-record updates (as many as the run's runs, each a
+  different change in a fresh process: the figure is their median); the server's RSS. Beside it, Datasette
   0.65 (its own virtual environment) over the same SQLite file, immutable, asked the
   same questions as its table filters over the raw records (feeds, port, country,
   commodity leaves, dates; it has no merge and no `latest`). `bench/mixed.py
