@@ -56,8 +56,9 @@ a median), then 2.02-2.08 s (median 2.08) in three updates of a fresh
 store: at the target, not under it. Per update, each of the four `all` views that hold
 the feed moves ~800-900 rows (a revised ETA moves a row's date: a delete and an insert
 in the table and six indexes) and the `by_source` view ~600; writing them is ~40% of
-the update, reading the stored rows of the touched pairs 13%, the widening 13%. Pages: profile (cProfile, in process,
-100,000 and 250,000 records): a page is ~6 ms median;
+the update, reading the stored rows of the touched pairs 13%, the widening 13%.
+Pages: profile (cProfile, in process, 100,000 and 250,000 records): a page is ~6 ms
+median;
 the driver's fetch and the frame built from it are most of it; `latest` with content
 filters probes the (vessel, port) index per row that is not the pair's top and is the
 slowest shape (up to ~150 ms). The planner needs statistics of `merged_rows` for that
@@ -191,8 +192,8 @@ METHOD = """\
   once, interrupted when all are answered, at most 120 s); then a subscription change
   to a new feed set and a 100,000-record `lineups ingest` while other buyers' pages
   are asked every 50 ms; 1,000-record updates (as many as the run's runs, each a
-  different change in a fresh process: the figure is their median); the server's RSS. Beside it, Datasette
-  0.65 (its own virtual environment) over the same SQLite file, immutable, asked the
+  different change in a fresh process: the figure is their median); the server's
+  RSS. Beside it, Datasette 0.65 (its own virtual environment) over the same SQLite file, immutable, asked the
   same questions as its table filters over the raw records (feeds, port, country,
   commodity leaves, dates; it has no merge and no `latest`). `bench/mixed.py
   --records 250000 1000000 …` writes the curve over store sizes
