@@ -9,8 +9,9 @@ and shorter loads, under a minute):
 1. the headline, the mixed workload of real use (`bench/mixed.py`): 7 buyers on
    different subscriptions, 1,500 distinct filtered first pages in both merge modes
    from 4 clients against a fresh `lineups serve`, a subscription change and a
-   100,000-record ingest under load, a 1,000-record daily update, the server's
-   memory; beside Datasette over the same records and filters;
+   100,000-record ingest under load, `--runs` 1,000-record daily updates (each a
+   different change in a fresh process), the server's memory; beside Datasette over
+   the same records and filters;
 2. ingest rows/s of a CSV into SQLite (and PostgreSQL when it answers), next to a bare
    executemany (`bench/ingest_bench.py`);
 3. the cold merge against a straightforward pandas merge, and its peak memory
