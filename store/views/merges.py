@@ -45,6 +45,9 @@ class Merges:
         #: `identity_rows` lookups
         self._identity_index: dict[str, dict[str, int]] = {}
         self._bits: dict[str, int] = {}
+        #: Rows of `merged_rows` the transaction's upkeep deleted or inserted
+        #: (`store.views.upkeep`): what the vacuum after its commit counts.
+        self.written = 0
 
     def rows(
         self, view: MergedView, pairs: frozenset[Pair] | None = None, identities: Identities | None = None,

@@ -533,6 +533,44 @@ def test_on_postgresql_a_load_of_a_tenth_of_the_records_or_more_is_vacuumed_once
     assert vacuums() == 2
 
 
+def test_on_postgresql_views_rewritten_by_a_large_ingest_are_vacuumed_once_committed(sessions, engine):
+    """A large ingest rewrites its feed's views and leaves their old rows dead, which
+    the next updates wade through until a vacuum reclaims them (at 1,000,000 records
+    a daily update took 2.13 s after a 100,000-record ingest, 1.46 s once
+    `merged_rows` was vacuumed). Once such an ingest has committed, `merged_rows` is
+    vacuumed; a small update, whose rows are a sliver of the table, is not held up by
+    one."""
+    from sqlalchemy import text
+
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite has no dead rows to reclaim: a deleted row's space is reused at once")
+
+    def vacuums() -> int:
+        with engine.connect() as connection:
+            return connection.scalar(text(
+                "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = to_regclass('merged_rows')"
+            ))
+
+    rng, vessels = _six_vessels(11)
+    alpha, bravo, buyer = _two_feeds(sessions)
+    upsert(sessions, alpha, feed_file(rng, [f"a{i}" for i in range(300)], vessels))
+    upsert(sessions, bravo, feed_file(rng, [f"b{i}" for i in range(300)], vessels))
+    for key in (upkeep.ViewKey.of("all", [alpha, bravo]), upkeep.BY_SOURCE):
+        upkeep.ensure(sessions, key)
+    with engine.connect() as connection:  # a clean slate: the builds' rows vacuumed
+        connection.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM ANALYZE merged_rows"))
+    before = vacuums()
+
+    report = upsert(sessions, alpha, feed_file(rng, ["a1"], vessels))  # one record revised
+    assert report.updated == 1 and report.views["incremental"] == 2
+    assert vacuums() == before
+
+    report = upsert(sessions, alpha, feed_file(rng, [f"n{i}" for i in range(1_000)], vessels))
+    assert report.inserted == 1_000
+    assert vacuums() == before + 1
+    assert_views_match(sessions, Lineups(sessions), {"Sees both": buyer}, [alpha, bravo])  # nothing lost
+
+
 def test_on_postgresql_a_large_load_is_not_held_up_by_another_transactions_analysis(sessions, engine):
     """A large ingest's ANALYZE of the records (`db.analyze_if_stale`) waits at most
     a moment for another transaction's, which holds its lock to its commit (a large
