@@ -502,6 +502,16 @@ def test_the_planner_counts_a_load_of_a_tenth_of_the_records_or_more(sessions):
         assert _counted_records(session) == 245
 
 
+def _vacuums(engine, table: str) -> int:
+    """How many times PostgreSQL has vacuumed `table` (not autovacuum)."""
+    from sqlalchemy import text
+
+    with engine.connect() as connection:
+        return connection.scalar(text(
+            "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = to_regclass(:table)"
+        ), {"table": table})
+
+
 def test_on_postgresql_a_load_of_a_tenth_of_the_records_or_more_is_vacuumed_once_committed(sessions, engine):
     """A vacuum marks the records' pages all-visible, so that the views' lookups read
     their covering indexes alone: a daily update's read of the identities of ~600
@@ -509,28 +519,20 @@ def test_on_postgresql_a_load_of_a_tenth_of_the_records_or_more_is_vacuumed_once
     alone. Nothing else vacuums on a server whose autovacuum is off (this machine's),
     and autovacuum comes a minute or more later, for inserts past a fifth of the
     table. A load of a tenth of the records or more is vacuumed once it has committed."""
-    from sqlalchemy import text
-
     if engine.dialect.name != "postgresql":
         pytest.skip("SQLite has no visibility map: its indexes answer alone without a vacuum")
 
-    def vacuums() -> int:
-        with engine.connect() as connection:
-            return connection.scalar(text(
-                "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = to_regclass('records')"
-            ))
-
     rng, vessels = _six_vessels(5)
     alpha, bravo, _ = _two_feeds(sessions)
-    assert vacuums() == 0
+    assert _vacuums(engine, "records") == 0
     upsert(sessions, alpha, feed_file(rng, [f"a{i}" for i in range(200)], vessels))
-    assert vacuums() == 1
+    assert _vacuums(engine, "records") == 1
     upsert(sessions, bravo, feed_file(rng, [f"c{i}" for i in range(40)], vessels))
-    assert vacuums() == 2
+    assert _vacuums(engine, "records") == 2
     with pytest.raises(RuntimeError), transaction(sessions) as session:  # rolled back: nothing to vacuum
         upsert_in(session, bravo, feed_file(rng, [f"d{i}" for i in range(60)], vessels))
         raise RuntimeError("rolled back")
-    assert vacuums() == 2
+    assert _vacuums(engine, "records") == 2
 
 
 def test_on_postgresql_views_rewritten_by_a_large_ingest_are_vacuumed_once_committed(sessions, engine):
@@ -544,30 +546,21 @@ def test_on_postgresql_views_rewritten_by_a_large_ingest_are_vacuumed_once_commi
 
     if engine.dialect.name != "postgresql":
         pytest.skip("SQLite has no dead rows to reclaim: a deleted row's space is reused at once")
-
-    def vacuums() -> int:
-        with engine.connect() as connection:
-            return connection.scalar(text(
-                "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = to_regclass('merged_rows')"
-            ))
-
+    alpha, bravo = _views_of_two_loaded_feeds(sessions, engine)
     rng, vessels = _six_vessels(11)
-    alpha, bravo, buyer = _two_feeds(sessions)
-    upsert(sessions, alpha, feed_file(rng, [f"a{i}" for i in range(300)], vessels))
-    upsert(sessions, bravo, feed_file(rng, [f"b{i}" for i in range(300)], vessels))
-    for key in (upkeep.ViewKey.of("all", [alpha, bravo]), upkeep.BY_SOURCE):
-        upkeep.ensure(sessions, key)
+    with transaction(sessions) as session:
+        buyer = session.scalar(select(Buyer.id).where(Buyer.name == "Sees both"))
     with engine.connect() as connection:  # a clean slate: the builds' rows vacuumed
         connection.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM ANALYZE merged_rows"))
-    before = vacuums()
+    before = _vacuums(engine, "merged_rows")
 
     report = upsert(sessions, alpha, feed_file(rng, ["a1"], vessels))  # one record revised
     assert report.updated == 1 and report.views["incremental"] == 2
-    assert vacuums() == before
+    assert _vacuums(engine, "merged_rows") == before
 
     report = upsert(sessions, alpha, feed_file(rng, [f"n{i}" for i in range(1_000)], vessels))
     assert report.inserted == 1_000
-    assert vacuums() == before + 1
+    assert _vacuums(engine, "merged_rows") == before + 1
     assert_views_match(sessions, Lineups(sessions), {"Sees both": buyer}, [alpha, bravo])  # nothing lost
 
 
