@@ -245,7 +245,7 @@ def _update_all(session: Session, view: MergedView, current: dict[str, int], mer
         removed = session.execute(delete(MergedRow).where(MergedRow.view_id == view.id)).rowcount
         _write(session, view, merges.rows(view))
         _analyze(session, view.row_count)
-    merges.written += max(removed, 0) + view.row_count
+    merges.written += removed + view.row_count
     return "full"
 
 
@@ -280,7 +280,7 @@ def _update_by_source(session: Session, view: MergedView, current: dict[str, int
             rows = merges.rows(view, sources=frozenset({feed_id}))
             inserted = _insert(session, view, rows)
             view.row_count += inserted - removed
-            merges.written += max(removed, 0) + inserted
+            merges.written += removed + inserted
         view.max_span = max(view.max_span, _max_span(rows))
     if fresh:
         _analyze(session, view.row_count)
