@@ -228,7 +228,7 @@ def _write_changes(connection: Connection, view_id: int, stored: list[tuple], ne
 
 _DELETE = "DELETE FROM merged_rows WHERE view_id = {m} AND sort_key = {m} AND id = {m}"
 #: Moved rows written at a time, deletes then inserts (`_write_changes`): ~14 page
-#: touches a row, well inside a 16 MiB page cache (4,096 pages).
+#: touches a row, well inside a 16 MiB page cache (2,048 pages of 8 KiB).
 _MOVES = 100
 
 
