@@ -305,6 +305,15 @@ def load_ports(engine: Engine) -> None:
             connection.execute(insert(Port), rows)
 
 
+def sqlite_page_bytes(engine: Engine) -> int | None:
+    """The page size of a SQLite store (a store made before 2026-11-29 keeps 4,096
+    until converted: docs/deploying.md); None on PostgreSQL."""
+    if engine.dialect.name != "sqlite":
+        return None
+    with engine.connect() as connection:
+        return int(connection.exec_driver_sql("PRAGMA page_size").scalar_one())
+
+
 def sqlite_page_cache(session: Session, mib: int = 256) -> AbstractContextManager[None]:
     """On SQLite, a page cache of `mib` for the writes of a large transaction (an
     ingest, a view build: every index is written all over, and the default 2 MiB makes

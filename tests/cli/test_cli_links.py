@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 
 import cli.database  # noqa: F401  (registers the commands on the group)
 import cli.links  # noqa: F401
-from tests.cli.test_cli import UUID, assert_error, run_json
+from tests.cli.test_cli import UUID, assert_error, invoke, run_json
 
 
 def _demo_buyer() -> str:
@@ -55,8 +56,32 @@ def test_c11_db_status_and_upgrade(cli_env):
     empty = run_json("db", "status")
     assert empty["current"] is None and empty["up_to_date"] is False and empty["head"]
     assert run_json("db", "upgrade") == {"from": None, "to": empty["head"]}
-    assert run_json("db", "status") == {"current": empty["head"], "head": empty["head"], "up_to_date": True}
+    pages = {"sqlite_page_bytes": 8192} if cli_env.db_url.startswith("sqlite") else {}
+    assert run_json("db", "status") == {"current": empty["head"], "head": empty["head"], "up_to_date": True, **pages}
     assert run_json("db", "upgrade") == {"from": empty["head"], "to": empty["head"]}  # idempotent
+
+
+def test_db_status_tells_of_a_sqlite_store_with_4_kib_pages_and_how_to_convert_it(tmp_path, monkeypatch):
+    """A store made before 2026-11-29 keeps SQLite's 4 KiB pages; `db status` says so
+    and where the conversion is written, and says nothing of pages once converted."""
+    path = tmp_path / "older.db"
+    made = sqlite3.connect(path)
+    made.execute("PRAGMA page_size=4096")
+    made.execute("CREATE TABLE made_before (x)")  # the page size is fixed by the first write
+    made.close()
+    monkeypatch.setenv("LINEUPS_DB", f"sqlite:///{path}")
+    monkeypatch.setenv("LINEUPS_SECRET", "test-secret")
+    run_json("db", "upgrade")
+    assert run_json("db", "status")["sqlite_page_bytes"] == 4096
+    said = invoke("db", "status").stdout
+    assert "SQLite pages of 4,096 bytes" in said and "docs/deploying.md" in said
+
+    converted = sqlite3.connect(path, isolation_level=None)  # the conversion of docs/deploying.md
+    for statement in ("PRAGMA journal_mode=DELETE", "PRAGMA page_size=8192", "VACUUM", "PRAGMA journal_mode=WAL"):
+        converted.execute(statement)
+    converted.close()
+    assert run_json("db", "status")["sqlite_page_bytes"] == 8192
+    assert "pages" not in invoke("db", "status").stdout
 
 
 def test_c11_a_store_behind_is_refused_with_the_command_to_run_and_no_password(cli_env, monkeypatch):
