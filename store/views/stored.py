@@ -10,7 +10,7 @@ shaped like the merge engine's output, which the JSON and CSV renderers take.
 from __future__ import annotations
 
 import itertools
-from typing import Iterator, Sequence
+from typing import Collection, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -177,14 +177,18 @@ def replace_pair_rows(
     the pairs (each feed's rows are its own merge, C2.6, and `is_top` marks each
     feed's latest), and only their rows are read and replaced; the other feeds'
     rows of the pairs are not touched."""
-    stored = _stored_rows(connection, view_id, pairs, sources)
     new = list(table_rows(view_id, merged, by_feed=sources is not None)[1])
+    stored = _stored_rows(connection, view_id, pairs, sources, whole={(row[_SORT], row[_ID]) for row in new})
     return _write_changes(connection, view_id, stored, new)
 
 
-def _write_changes(connection: Connection, view_id: int, stored: list[tuple], new: list[tuple]) -> tuple[int, int]:
-    """Turn the view's `stored` rows into the `new` ones (both full rows in `COLUMNS`
-    order) with the fewest writes; returns `(removed, written)`.
+def _write_changes(
+    connection: Connection, view_id: int, stored: dict[tuple[int, str], tuple | None], new: list[tuple]
+) -> tuple[int, int]:
+    """Turn the view's `stored` rows into the `new` ones (full rows in `COLUMNS` order)
+    with the fewest writes; returns `(removed, written)`. `stored` maps each stored
+    row's key (sort key, id) to the whole row, read for every key that a new row has
+    (`_stored_rows`).
 
     A row whose key moved (a revision that moves its date) is deleted and inserted
     again; the two are written one after the other, `_MOVES` rows at a time, so that
@@ -194,7 +198,7 @@ def _write_changes(connection: Connection, view_id: int, stored: list[tuple], ne
     read them back. On PostgreSQL, whose pages are shared by every connection, all
     the deletes, then one COPY of the inserts: a 1,000,000-record daily update 2.97-3.27
     s -> 2.53-3.07 s (five alternating pairs, faster in each)."""
-    before = {(row[_SORT], row[_ID]): row for row in stored}
+    before = dict(stored)
     inserts: list[tuple] = []
     changed: dict[tuple[int, ...], list[tuple]] = {}
     for row in new:
@@ -267,34 +271,42 @@ def _of_pairs(pairs: list[tuple[str, str]], dialect: str):
 
 
 def _stored_rows(
-    connection: Connection, view_id: int, pairs: Sequence[tuple[str, str]], sources: frozenset[str] | None = None
-) -> list[tuple]:
-    """The view's stored rows of `pairs` (of the feeds `sources`, when given), whole,
-    in `COLUMNS` order; the (view, vessel, port, source) index finds them.
+    connection: Connection, view_id: int, pairs: Sequence[tuple[str, str]], sources: frozenset[str] | None = None,
+    whole: Collection[tuple[int, str]] = (),
+) -> dict[tuple[int, str], tuple | None]:
+    """The view's stored rows of `pairs` (of the feeds `sources`, when given): each
+    row's key (sort key, id) to the whole row in `COLUMNS` order where the key is in
+    `whole` (a key that a new row has: its row is compared), else to None where
+    only the key is read (a row gone or moved is deleted by its key). The (view,
+    vessel, port, source) index finds them.
 
-    On SQLite in two steps: the keys (sort key, id) of the rows from the index alone
-    (it holds the primary key beside its own columns), then each row by its key.
-    Asked in one statement, SQLite looks up the table row of every index entry of the
-    vessels before it tests the pair and the feed: in the `by_source` view, every
-    feed's rows of every port of each vessel. A daily update of 1,000 records at
-    1,000,000 read ~125,000 pages for the ~1,400 rows of its feed in that view
-    (0.16-1.2 s, by what the page cache held), ~7,600 in two steps (0.04-0.07 s). On
-    PostgreSQL one statement, one round trip (two steps not measured there)."""
+    On SQLite in two steps: the keys from the index alone (it holds the primary key
+    beside its own columns), then each row of `whole` by its key. Asked in one
+    statement, SQLite looks up the table row of every index entry of the vessels
+    before it tests the pair and the feed: in the `by_source` view, every feed's rows
+    of every port of each vessel. A daily update of 1,000 records at 1,000,000 read
+    ~125,000 pages for the ~1,400 rows of its feed in that view (0.16-1.2 s, by what
+    the page cache held), ~7,600 in two steps (0.04-0.07 s); the rows whose key moved
+    (a revised date: about half of them) are not read at all. On PostgreSQL one
+    statement of the whole rows, one round trip (two steps not measured there)."""
     table = MergedRow.__table__
     sqlite = connection.dialect.name == "sqlite"
     wanted = (table.c.sort_key, table.c.id) if sqlite else tuple(table.c[name] for name in COLUMNS)
     statement = select(*wanted).where(table.c.view_id == view_id)
     if sources is not None:
         statement = statement.where(table.c.source_id.in_(sorted(sources)))
-    out: list[tuple] = []
+    found: list[tuple] = []
     for chunk in pair_chunks(pairs):
-        out += [tuple(row) for row in connection.execute(statement.where(_of_pairs(chunk, connection.dialect.name)))]
+        found += [tuple(row) for row in connection.execute(statement.where(_of_pairs(chunk, connection.dialect.name)))]
     if not sqlite:
-        return out
+        return {(row[_SORT], row[_ID]): row for row in found}
     by_key = f"SELECT {', '.join(COLUMNS)} FROM merged_rows WHERE view_id = ? AND sort_key = ? AND id = ?"
     cursor = connection.connection.cursor()
     try:
-        return [row for sort_key, row_id in out for row in cursor.execute(by_key, (view_id, sort_key, row_id))]
+        return {
+            key: cursor.execute(by_key, (view_id, *key)).fetchone() if key in whole else None
+            for key in map(tuple, found)
+        }
     finally:
         cursor.close()
 
