@@ -59,7 +59,10 @@ The daily update: where its time goes and what was tried is in docs/architecture
 ("The daily update"). Since 2026-11-29 23:30 UTC new SQLite stores have 8 KiB pages:
 on copies of one 1,000,000-record store on one machine the update's median went 2.58 ->
 2.34 s (six alternating rounds, faster in each); this run's machine (a Python loop of
-5M additions 181 ms) gave 2.19-2.21 s (median 2.20). On a fast machine (2026-11-29 20:11-21:30 UTC, a Python loop of
+5M additions 181 ms) gave 2.19-2.21 s (median 2.20). After it (e626d23: stored rows read
+whole only where the key stays), `bench/mixed.py --steps daily` at 00:46 and 00:52 UTC on
+the same machine: medians 1.92 and 1.96 s, five of six updates under 2 s
+(docs/benchmarks-daily.md). On a fast machine (2026-11-29 20:11-21:30 UTC, a Python loop of
 5M additions 144-147 ms) 2.17 s in the whole bench (one update, before the figure was
 a median), then 2.02-2.08 s (median 2.08) in three updates of a fresh
 1,000,000-record store (docs/benchmarks-daily.md) and 1.86-2.55 s in twelve on one
