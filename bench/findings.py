@@ -8,7 +8,8 @@ id; the report prints an entry only while its figure misses.
 from __future__ import annotations
 
 _INGEST = """\
-2026-11-30 00:06 UTC (8 KiB pages): 43,500 rows/s, missed, in an hour when the bare
+2026-11-30 01:13 UTC: 54,696 rows/s (runs 53,228-56,902; met), 0.38x the run's bare
+executemany (145,551). 00:06 UTC (8 KiB pages): 43,500 rows/s, missed, in an hour when the bare
 executemany reference wrote 132,849 rows/s (190,088 at 20:11 the day before, when the
 ingest made 52,941 and met): the ratio to the reference rose from 0.28x to 0.33x. An
 hour before this run, four alternating pairs of 1,000,000-row ingests into fresh stores
@@ -62,7 +63,12 @@ on copies of one 1,000,000-record store on one machine the update's median went 
 5M additions 181 ms) gave 2.19-2.21 s (median 2.20). After it (e626d23: stored rows read
 whole only where the key stays), `bench/mixed.py --steps daily` at 00:46 and 00:52 UTC on
 the same machine: medians 1.92 and 1.96 s, five of six updates under 2 s
-(docs/benchmarks-daily.md). On a fast machine (2026-11-29 20:11-21:30 UTC, a Python loop of
+(docs/benchmarks-daily.md), on stores just built. In the whole bench at 01:13 (same
+code), after the workload's subscription change and 100,000-record ingest: 2.14-2.20 s
+(median 2.15), with ~11% more page reads and writes than on a store just built (231,750
+and 230,391 calls against 207,811 and 204,873); why (the views the large ingest
+rewrote whole, or pages the kernel paged out during the ten minutes before) is not
+measured yet. On a fast machine (2026-11-29 20:11-21:30 UTC, a Python loop of
 5M additions 144-147 ms) 2.17 s in the whole bench (one update, before the figure was
 a median), then 2.02-2.08 s (median 2.08) in three updates of a fresh
 1,000,000-record store (docs/benchmarks-daily.md) and 1.86-2.55 s in twelve on one
@@ -182,6 +188,7 @@ to the same run's reference say more than the figures alone.
 | 2026-11-29 14:40 | 173,892 | 48,134 | 0.734 s (1.1 s) | 0.03× | 88k (87k) | 84k (85k) | 1.99 s | the explorer's table drawn once, its tests' store with views built; one CSV writer (the exports' reference is now the rows-as-read writer) |
 | 2026-11-29 20:11 | 190,088 | 52,941 | 0.618 s (1.1 s) | 0.04× | 91k (87k) | 86k (83k) | 1.62 s | SQLite keeps a record's five times as integers (migration 0014; the ingest ~11% faster in A/B pairs); the daily update's bench reader a process of its own (2.17 s, missed) |
 | 2026-11-30 00:06 | 132,849 | 43,500 | 0.731 s (1.3 s) | 0.03× | 72k (70k) | 72k (72k) | 1.74 s | new SQLite stores have 8 KiB pages (the ingest ~9% faster in A/B pairs; the daily update 2.20 s, missed); a slower hour (probe 181 ms) |
+| 2026-11-30 01:13 | 145,551 | 54,696 | 0.708 s (1.3 s) | 0.04× | 79k (75k) | 74k (72k) | 1.96 s | a view's stored rows read whole only where the key stays (e626d23; the daily update 2.15 s here after the workload's large ingest, 1.92–1.96 s on a store just built) |
 """
 
 METHOD = """\
