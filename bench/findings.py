@@ -66,9 +66,13 @@ the same machine: medians 1.92 and 1.96 s, five of six updates under 2 s
 (docs/benchmarks-daily.md), on stores just built. In the whole bench at 01:13 (same
 code), after the workload's subscription change and 100,000-record ingest: 2.14-2.20 s
 (median 2.15), with ~11% more page reads and writes than on a store just built (231,750
-and 230,391 calls against 207,811 and 204,873); why (the views the large ingest
-rewrote whole, or pages the kernel paged out during the ten minutes before) is not
-measured yet. On a fast machine (2026-11-29 20:11-21:30 UTC, a Python loop of
+and 230,391 calls against 207,811 and 204,873). By hand at 01:35 on a store just built,
+updates at once before and after the same 100,000-record ingest: 1.98 and 2.02 s
+before, 1.99, 1.99 and 1.99 s after, with the same ~11% more page calls after (229,000
+against 206,000): the views the ingest rewrote whole cost page calls, not time, while
+their pages are in memory; what the whole bench adds is the ten minutes of other work
+before its update, in which the kernel pages out what the load pass did not read
+(docs/architecture.md, "The daily update"). On a fast machine (2026-11-29 20:11-21:30 UTC, a Python loop of
 5M additions 144-147 ms) 2.17 s in the whole bench (one update, before the figure was
 a median), then 2.02-2.08 s (median 2.08) in three updates of a fresh
 1,000,000-record store (docs/benchmarks-daily.md) and 1.86-2.55 s in twelve on one
