@@ -271,8 +271,8 @@ def _of_pairs(pairs: list[tuple[str, str]], dialect: str):
 
 
 def _stored_rows(
-    connection: Connection, view_id: int, pairs: Sequence[tuple[str, str]], sources: frozenset[str] | None = None,
-    whole: Collection[tuple[int, str]] = (),
+    connection: Connection, view_id: int, pairs: Sequence[tuple[str, str]], sources: frozenset[str] | None,
+    whole: Collection[tuple[int, str]],
 ) -> dict[tuple[int, str], tuple | None]:
     """The view's stored rows of `pairs` (of the feeds `sources`, when given): each
     row's key (sort key, id) to the whole row in `COLUMNS` order where the key is in
@@ -305,7 +305,7 @@ def _stored_rows(
     try:
         return {
             key: cursor.execute(by_key, (view_id, *key)).fetchone() if key in whole else None
-            for key in map(tuple, found)
+            for key in found
         }
     finally:
         cursor.close()

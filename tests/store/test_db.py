@@ -101,11 +101,6 @@ def test_a_read_on_the_primary_runs_statement_by_statement_and_on_a_replica_in_o
         assert not in_own_transaction(connection)
 
 
-def _page_bytes(engine) -> int:
-    with engine.connect() as connection:
-        return connection.execute(text("PRAGMA page_size")).scalar_one()
-
-
 def test_a_new_sqlite_store_has_8_kib_pages_and_an_older_store_with_4_kib_pages_is_served_as_it_is(tmp_path, monkeypatch):
     """8 KiB pages: a daily update's writes at random places of the views' trees, a
     page a system call, take ~28% fewer calls (docs/architecture.md). A store made
@@ -113,7 +108,7 @@ def test_a_new_sqlite_store_has_8_kib_pages_and_an_older_store_with_4_kib_pages_
     code opens it, brings its views up to date and reads them as the merge says."""
     engine = db.make_engine(f"sqlite:///{tmp_path / 'new.db'}")
     db.create_schema(engine)
-    assert _page_bytes(engine) == 8192
+    assert db.sqlite_page_bytes(engine) == 8192
     engine.dispose()
 
     monkeypatch.setattr(db, "SQLITE_PAGE_BYTES", 4096)  # as every store was made before
@@ -126,7 +121,7 @@ def test_a_new_sqlite_store_has_8_kib_pages_and_an_older_store_with_4_kib_pages_
     monkeypatch.undo()
 
     engine = db.make_engine(older)
-    assert _page_bytes(engine) == 4096
+    assert db.sqlite_page_bytes(engine) == 4096
     sessions = db.make_sessionmaker(engine)
     with db.transaction(sessions) as session:  # a subscription change: a view written in the old store
         feed = accounts.entitled_feeds(session, demo["buyer_id"])[0]
@@ -136,5 +131,5 @@ def test_a_new_sqlite_store_has_8_kib_pages_and_an_older_store_with_4_kib_pages_
         records = load_records(session, [f.id for f in accounts.entitled_feeds(session, demo["buyer_id"])])
     expected = list(reference_select(merge.merge(records, query.merge), query)["id"])
     assert expected and list(Lineups(sessions).frame(demo["buyer_id"], query)["id"]) == expected
-    assert _page_bytes(engine) == 4096
+    assert db.sqlite_page_bytes(engine) == 4096
     engine.dispose()
