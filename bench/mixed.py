@@ -642,15 +642,17 @@ def _watch(dataset: Dataset, feed_id: str, version: int, ready, seen) -> None:
         engine.dispose()
 
 
-def io_calls() -> tuple[int, int]:
-    """This process's read and write system calls so far (Linux's /proc/self/io; zeros
-    elsewhere): SQLite reads and writes a page a call, and on a virtual machine whose
-    calls are dear they are much of an update's time (docs/architecture.md)."""
+def io_calls() -> tuple[int, int, int]:
+    """This process's read and write system calls so far, and the bytes its reads
+    brought from the disk (Linux's /proc/self/io; zeros elsewhere): SQLite reads and
+    writes a page a call, and on a virtual machine whose calls are dear they are much of
+    an update's time; a read of a page the kernel had paged out goes to the disk, and
+    this VM pages out what was not read for about a minute (docs/architecture.md)."""
     try:
         fields = dict(line.split(": ", 1) for line in Path("/proc/self/io").read_text().splitlines())
     except OSError:
-        return 0, 0
-    return int(fields["syscr"]), int(fields["syscw"])
+        return 0, 0, 0
+    return int(fields["syscr"]), int(fields["syscw"]), int(fields["read_bytes"])
 
 
 def daily_update(dataset: Dataset, changes: int = 1_000, round_: int = 1) -> list[Figure]:
@@ -683,7 +685,7 @@ def daily_update(dataset: Dataset, changes: int = 1_000, round_: int = 1) -> lis
         report = ingest.upsert(session, session.get(Feed, feed_id), batch)
         written = _clock()
     returned = _clock()
-    reads, writes = (after - before for after, before in zip(io_calls(), calls))
+    reads, writes, disk = (after - before for after, before in zip(io_calls(), calls))
     reader.join(timeout=60)
     if reader.is_alive():
         reader.kill()
@@ -696,7 +698,8 @@ def daily_update(dataset: Dataset, changes: int = 1_000, round_: int = 1) -> lis
                [seen.value - start], Target("<=", 2.0),
                note=f"view upkeep {report.views_seconds:.2f} s of it ({report.views}); records and views "
                     f"written {written - start:.2f} s, commit {returned - written:.2f} s; the process's read and "
-                    f"write system calls (SQLite's pages, the commit's checkpoint too): {reads:,} and {writes:,}"),
+                    f"write system calls (SQLite's pages, the commit's checkpoint too): {reads:,} and {writes:,}; "
+                    f"read from the disk: {disk / 2**20:,.0f} MiB"),
         Figure("mixed.daily.command", "Mixed workload", "the ingest's own wait, until its commit returns (with the checkpoint)",
                "s", [returned - start]),
     ]

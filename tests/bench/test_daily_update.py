@@ -4,6 +4,7 @@ so that one slow or fast update, or the same change asked again, cannot make it.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -36,6 +37,7 @@ def test_the_daily_update_figure_is_the_median_of_different_changes(tmp_path):
     assert seen.id == "mixed.daily" and len(seen.values) == 2 and all(v > 0 for v in seen.values)
     assert command.id == "mixed.daily.command" and len(command.values) == 2
     assert seen.note.startswith("2 updates; the median one's: view upkeep")
+    assert re.search(r"read from the disk: [\d,]+ MiB", seen.note)  # what a paged-out store costs
     with transaction(sessions) as session:
         assert session.get(Feed, feed_id).data_version == version + 2
         now = session.scalar(select(func.count()).select_from(Record).where(Record.feed_id == feed_id))
