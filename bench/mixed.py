@@ -647,7 +647,7 @@ def io_calls() -> tuple[int, int, int]:
     brought from the disk (Linux's /proc/self/io; zeros elsewhere): SQLite reads and
     writes a page a call, and on a virtual machine whose calls are dear they are much of
     an update's time; a read of a page the kernel had paged out goes to the disk, and
-    this VM pages out what was not read for about a minute (docs/architecture.md)."""
+    this VM pages out what was not read for about a minute (docs/performance.md)."""
     try:
         fields = dict(line.split(": ", 1) for line in Path("/proc/self/io").read_text().splitlines())
     except OSError:
