@@ -232,7 +232,7 @@ class BaseHandler(RequestHandler):
 
     async def blocking(self, work: Callable[..., Any], *args: Any) -> Any:
         """`work(*args)` on the executor (store calls that open their own sessions).
-        While a view it reads is being built by another process (`upkeep.ViewBusy`),
+        While a view it reads is being built by another process (`builds.ViewBusy`),
         it is asked again after pauses on the event loop (`patiently`): a waiting
         reader holds none of the executor's threads, which serve every buyer."""
         loop = IOLoop.current()

@@ -31,7 +31,7 @@ from store.access import links
 from store.errors import Forbidden, RateLimited, Unauthorized, ValidationError
 from store.views.query import parse_query
 from store.reference.taxonomy import default_taxonomy
-from store.views import upkeep
+from store.views import builds
 from store.views.lineups import visible_feeds
 
 SHARE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -79,7 +79,7 @@ class ShareHandler(BaseHandler):
             return self.finish()
         # On the export threads, which are not the API's: a block waits there for a view
         # being built (a change landing in the middle of the export).
-        blocks = self.deps.lineups.csv_blocks(link.buyer_id, query, feeds, wait=upkeep.WAIT_S)
+        blocks = self.deps.lineups.csv_blocks(link.buyer_id, query, feeds, wait=builds.WAIT_S)
         with self.deps.export_slots.taken(link.id, link.buyer_id):  # 429 beyond (issue 16 item 2)
             await self.stream_csv(lambda: next(blocks, None))
 

@@ -3,7 +3,7 @@ cold, 1M records"), in a real browser.
 
 For each size: a fresh SQLite store with the demo data set of that many records (the
 calls placed around today, as `lineups serve --demo` places them), the demo buyer's
-views built as the command line builds them after loading (`upkeep.ensure_buyer`),
+views built as the command line builds them after loading (`builds.ensure_buyer`),
 then a **fresh** `python -m explorer` process and an empty headless Chromium
 (Debian's, driven by Playwright). Measured as a buyer would notice:
 
@@ -60,7 +60,7 @@ def build_store(folder: Path, records: int) -> tuple[str, dict, float, float]:
     from store.database.db import create_schema, engine_for, make_sessionmaker, transaction
     from store.intake.demo import load_demo
     from store.settings import Settings
-    from store.views import upkeep
+    from store.views import builds
 
     settings = Settings(db_url=f"sqlite:///{folder / 'lineups.db'}", secrets=(SECRET,))
     engine = engine_for(settings)
@@ -80,7 +80,7 @@ def build_store(folder: Path, records: int) -> tuple[str, dict, float, float]:
     loaded = time.monotonic() - started
     log(f"  loaded {records:,} records in {loaded:.0f} s; building the demo buyer's views")
     started = time.monotonic()
-    upkeep.ensure_buyer(sessions, payload["buyer_id"])
+    builds.ensure_buyer(sessions, payload["buyer_id"])
     built = time.monotonic() - started
     engine.dispose()
     return settings.db_url, payload, loaded, built

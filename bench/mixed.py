@@ -71,7 +71,7 @@ from store.intake import demo, ingest
 from store.database.db import make_sessionmaker, transaction
 from store.database.schema import Feed, MergedRow, MergedView
 from store.reference.taxonomy import default_taxonomy
-from store.views import upkeep
+from store.views import builds
 
 BUYERS = 7
 CLIENTS = 4
@@ -110,7 +110,7 @@ def add_buyers(dataset: Dataset, count: int = BUYERS, seed: int = SEED) -> tuple
     before = _store_bytes(dataset)
     start = time.perf_counter()
     for buyer_id, _, _ in keys.values():
-        upkeep.ensure_buyer(sessions, buyer_id)
+        builds.ensure_buyer(sessions, buyer_id)
     seconds = time.perf_counter() - start
     with transaction(sessions) as session:
         if dataset.is_sqlite:

@@ -13,7 +13,7 @@ from cli.main import common, lineups, table
 from store.access import accounts
 from store.intake import demo, feedfile, feeds, ingest, validate
 from store.reference import commodities
-from store.views import upkeep
+from store.views import builds
 from store.database.db import transaction
 from store.fields import format_time
 from store.intake.mapping import Mapping
@@ -86,7 +86,7 @@ def _set_buyer_status(ctx, ident: str, status: str) -> None:
     if status == "active":  # resumed with their views ready (see subscription_set)
         with transaction(ctx.sessions) as session:
             buyer_id = accounts.find_buyer(session, ident).id
-        upkeep.ensure_buyer(ctx.sessions, buyer_id)
+        builds.ensure_buyer(ctx.sessions, buyer_id)
     with transaction(ctx.sessions) as session:
         row = accounts.set_buyer_status(session, accounts.find_buyer(session, ident), status)
         payload = _buyer_payload(row)
@@ -155,10 +155,10 @@ def subscription_set(ctx, buyer_ident, feed_ident, status):
     with transaction(ctx.sessions) as session:
         buyer, feed = accounts.find_buyer(session, buyer_ident), feeds.find_feed(session, feed_ident)
         buyer_id, feed_id = buyer.id, feed.id
-        after = upkeep.feeds_after(session, buyer_id, feed_id, status) if buyer.status == "active" else set()
+        after = builds.feeds_after(session, buyer_id, feed_id, status) if buyer.status == "active" else set()
     # Built before the change commits (issue 15): the buyer reads their old feeds until
     # then, and their next page after it is read from ready views, never merged.
-    upkeep.ensure_feeds(ctx.sessions, after)
+    builds.ensure_feeds(ctx.sessions, after)
     with transaction(ctx.sessions) as session:
         row = accounts.set_subscription(
             session, accounts.find_buyer(session, buyer_id), feeds.find_feed(session, feed_id), status
@@ -281,9 +281,9 @@ def keep_views(ctx, buyer_id: str) -> None:
     with transaction(ctx.sessions) as session:
         active = accounts.find_buyer(session, buyer_id).status == "active"
     if active:
-        upkeep.ensure_buyer(ctx.sessions, buyer_id)
+        builds.ensure_buyer(ctx.sessions, buyer_id)
     with transaction(ctx.sessions) as session:
-        upkeep.prune(session)
+        builds.prune(session)
 
 
 def _print_demo(payload: dict) -> None:

@@ -1,5 +1,5 @@
 """A process that builds a view and stops in the middle of the build, as one killed
-there would: it holds whatever a build holds (`store.views.upkeep._hold`: PostgreSQL's
+there would: it holds whatever a build holds (`store.views.builds._hold`: PostgreSQL's
 lock of the view's row, SQLite's write lock) until it is killed. For the tests of
 readers that meet a build in another process (tests/store/test_views.py,
 tests/api/test_lineups.py)."""
@@ -20,15 +20,15 @@ ROOT = Path(__file__).resolve().parents[1]
 _SCRIPT = """
 import sys, time
 from store.database.db import make_engine, make_sessionmaker
-from store.views import upkeep
+from store.views import builds, upkeep
 url, schema, mode, feeds = sys.argv[1], sys.argv[2] or None, sys.argv[3], sys.argv[4].split(",")
 
 def paused(session, view, merges=None):
     print("building", flush=True)
     time.sleep(600)
 
-upkeep._bring_up_to_date = paused
-upkeep.ensure(make_sessionmaker(make_engine(url, schema=schema)), upkeep.ViewKey.of(mode, feeds))
+upkeep.bring_up_to_date = paused
+builds.ensure(make_sessionmaker(make_engine(url, schema=schema)), upkeep.ViewKey.of(mode, feeds))
 """
 
 

@@ -83,7 +83,7 @@ def find_feed(session: Session, ident: str) -> Feed:
 def bump_versions(session: Session, feed_ids: list[str]) -> None:
     """Mark the feeds' records as changed: the callers note, in the same transaction,
     the (vessel, port) pairs they touched at the new `data_version`
-    (`store.views.upkeep.note_changes`), and kept views of the feeds are behind until
+    (`store.views.changelog.note_changes`), and kept views of the feeds are behind until
     brought up to date."""
     if feed_ids:
         session.execute(

@@ -30,7 +30,7 @@ from store.intake.mapping import Mapping
 from store.database.db import analyze_if_stale, sqlite_page_cache, vacuum_after_commit
 from store.database.schema import Feed, Record, RecordRevision
 from store.merging.records import names_carried
-from store.views import upkeep
+from store.views import changelog, upkeep
 
 __all__ = ["IngestReport", "ingest_file", "read_feed_file", "upsert"]
 
@@ -110,7 +110,7 @@ def _upsert(session: Session, feed: Feed, clean: pd.DataFrame, progress: Progres
         # Issue 19 rule 1: the views resolve a name's name-only records by the IMO
         # numbers the name carries, so a change that makes or breaks such a link notes
         # it (before and after; read before the records are written).
-        if len(touched) <= upkeep.LISTED_PAIRS:  # past it, the views merge afresh anyway
+        if len(touched) <= changelog.LISTED_PAIRS:  # past it, the views merge afresh anyway
             touched |= _links(session, feed, joined, is_new, changed)
         version = next_version(session, feed.id)
         with _indexes_built_after(session, report.inserted):
@@ -121,7 +121,7 @@ def _upsert(session: Session, feed: Feed, clean: pd.DataFrame, progress: Progres
         # Before the views' lookups plan their statements; the lock it takes on the
         # table (one ANALYZE at a time) comes before any view's: no deadlock.
         analyze_if_stale(session, "records", report.inserted + report.updated)
-        upkeep.note_changes(session, feed.id, version, touched)
+        changelog.note_changes(session, feed.id, version, touched)
         started = time.perf_counter()
         report.views = upkeep.refresh_feeds(session, [feed.id])
         report.views_seconds = time.perf_counter() - started
@@ -162,7 +162,7 @@ SMALL_CACHE_MIB, LARGE_CACHE_MIB = 16, 256
 
 
 def _links(session: Session, feed: Feed, joined: pd.DataFrame, is_new: np.ndarray, changed: np.ndarray) -> set[tuple[str, None]]:
-    """`upkeep.link(imo key, name key)` of the (IMO, name) links this change may make or
+    """`changelog.link(imo key, name key)` of the (IMO, name) links this change may make or
     break in the feed: those of a revised record whose IMO number, name or being served
     (commodity not blank: only served records teach an IMO, C1) changed (before and
     after), and those of a new served record that no served record of the feed carried
@@ -190,7 +190,7 @@ def _links(session: Session, feed: Feed, joined: pd.DataFrame, is_new: np.ndarra
         made -= {(key, name) for key, name, _ in had}
     made |= pairs(joined.loc[moved, "vessel_key"], joined.loc[moved, "name_key"], served[moved])
     broken = pairs(joined.loc[moved, "old_vessel_key"], joined.loc[moved, "old_name_key"], was_served[moved])
-    return {upkeep.link(key, name) for key, name in made | broken}
+    return {changelog.link(key, name) for key, name in made | broken}
 
 
 _STORED = (*CONTENT_FIELDS, "vessel_key", "name_key", "commodity_raw_key", "commodity_leaf", "content_hash")

@@ -17,7 +17,7 @@ from store.intake.normalize import lookup_key
 from store.database.db import sqlite_page_cache
 from store.database.schema import CommodityMapping, Feed, Record
 from store.reference.taxonomy import default_taxonomy
-from store.views import upkeep
+from store.views import changelog, upkeep
 
 
 def mappings(session: Session) -> dict[str, str]:
@@ -63,7 +63,7 @@ def map_commodity(session: Session, raw: str, leaf: str) -> dict:
     # their feeds merge those vessels again (issue 15).
     versions = dict(session.execute(select(Feed.id, Feed.data_version).where(Feed.id.in_(feeds))).all())
     for feed_id in feeds:
-        upkeep.note_changes(session, feed_id, versions[feed_id], [(v, p) for f, v, p in touched if f == feed_id])
+        changelog.note_changes(session, feed_id, versions[feed_id], [(v, p) for f, v, p in touched if f == feed_id])
     with sqlite_page_cache(session):  # a mapping may touch many pairs of many views
         upkeep.refresh_feeds(session, feeds)
     return {"raw": raw.strip(), "leaf": target.name, "leaf_id": target.id, "records_resolved": result.rowcount}

@@ -5,11 +5,11 @@ lineups, read from the kept views (`store.views.upkeep`) a page at a time.
 number of buyers lives in a server process. Each call: the buyer's visible feeds (C2.1:
 entitled now, narrowed by `source`; 404 and 403 as C5 says) → the views that hold their
 merged rows, current (a view that is missing or behind is built or brought up to date
-first, once across processes, `upkeep.ensure`) → one SQL statement (`store.views.sql`).
+first, once across processes, `builds.ensure`) → one SQL statement (`store.views.sql`).
 
 A view that another process is building: a server's `Lineups` (made with `wait=0`)
 does not wait for it in its thread, where it would hold one of the few threads that
-serve every buyer, but raises `upkeep.ViewBusy` at once; the server's coroutine then
+serve every buyer, but raises `builds.ViewBusy` at once; the server's coroutine then
 asks again after a pause on its event loop (`patiently`), so that readers of a view
 being built take no thread while they wait, and other buyers' pages go on.
 """
@@ -38,7 +38,7 @@ from store.views.query import DEFAULT_LIMIT, LineupQuery, Position
 from store.merging.records import load_identities, load_records_where, name_keys_of
 from store.database.schema import Feed, MergedRow, MergedView, Record
 from store.reference.taxonomy import Taxonomy, default_taxonomy
-from store.views import sql, upkeep
+from store.views import builds, sql, upkeep
 from store.views.csvtext import csv_of_columns
 from store.views.stored import arrow_columns, frame_of
 
@@ -54,16 +54,16 @@ _TRIES = 4
 PAUSES_S = (0.05, 0.1, 0.2, 0.5)
 
 
-async def patiently(ask: Callable[[], Awaitable[T]], wait: float = upkeep.WAIT_S) -> T:
+async def patiently(ask: Callable[[], Awaitable[T]], wait: float = builds.WAIT_S) -> T:
     """`await ask()`, asked again after a pause on the event loop each time it raises
-    `upkeep.ViewBusy` (another process holds a view the read needs: a build), for up
+    `builds.ViewBusy` (another process holds a view the read needs: a build), for up
     to `wait` seconds from the first; then the last ViewBusy is raised. `ask` runs a
     `Lineups` read of a server (`wait=0`) in an executor: a reader that waits holds no
     thread. The first ask costs nothing more than `await ask()` (a few microseconds
     against a thread's round trip of ~100 us, measured 2026-11-29)."""
     try:
         return await ask()  # nearly always: no view being built
-    except upkeep.ViewBusy as busy:
+    except builds.ViewBusy as busy:
         last, deadline = busy, time.monotonic() + wait
     for pause in itertools.chain(PAUSES_S, itertools.repeat(PAUSES_S[-1])):
         if time.monotonic() + pause > deadline:
@@ -71,7 +71,7 @@ async def patiently(ask: Callable[[], Awaitable[T]], wait: float = upkeep.WAIT_S
         await asyncio.sleep(pause)
         try:
             return await ask()
-        except upkeep.ViewBusy as busy:
+        except builds.ViewBusy as busy:
             last = busy
     raise AssertionError("an endless loop ended")
 
@@ -147,11 +147,11 @@ class Lineups:
     `sessions` is the primary (views are built there); `reads` where pure reads go
     (a read replica when there is one, else the primary). `wait`: how long a read
     waits in its thread for a view that another process is building before it raises
-    `upkeep.ViewBusy` (a server's: 0, and its coroutines wait, `patiently`)."""
+    `builds.ViewBusy` (a server's: 0, and its coroutines wait, `patiently`)."""
 
     def __init__(
         self, sessions: sessionmaker[Session], reads: Reads | None = None, taxonomy: Taxonomy | None = None,
-        wait: float = upkeep.WAIT_S,
+        wait: float = builds.WAIT_S,
     ):
         self.sessions = sessions
         self.reads = reads or Reads(sessions)
@@ -217,7 +217,7 @@ class Lineups:
         afresh after the previous one's last row (keyset: no row twice, none skipped
         that was there throughout). Yields at least one (maybe empty) page. `wait`
         as `page`'s: a share link's export, on threads of its own, gives the full
-        `upkeep.WAIT_S` (a coroutine cannot ask its pages again)."""
+        `builds.WAIT_S` (a coroutine cannot ask its pages again)."""
         after: Position | None = None
         while True:
             page = self.page(buyer_id, query, after, size, entitled, wait)
@@ -335,13 +335,13 @@ class Lineups:
     ) -> T:
         """`work(session, target)` over the current views of the buyer's visible feeds,
         in one read (`Reads.run`); views that are missing or behind are brought up to
-        date first (on the primary), and the read tried again. Raises upkeep.ViewBusy
+        date first (on the primary), and the read tried again. Raises builds.ViewBusy
         when another process holds such a view for longer than `wait` (None: `self.wait`)."""
         for _ in range(_TRIES):
             try:
                 return self.reads.run(self._read, buyer_id, query, entitled, work, empty)
             except ViewNotCurrent as missing:
-                upkeep.ensure(self.sessions, missing.key, self.wait if wait is None else wait)
+                builds.ensure(self.sessions, missing.key, self.wait if wait is None else wait)
         return self.reads.run(self._read, buyer_id, query, entitled, work, empty, True)
 
     def _read(self, session, buyer_id, query, entitled, work, empty, stale_ok: bool = False):

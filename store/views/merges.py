@@ -252,6 +252,6 @@ class Merges:
 
 
 def link_parts(entry: str) -> tuple[str, str]:
-    """(IMO key, name key) of a change-log link (`store.views.upkeep.link`)."""
+    """(IMO key, name key) of a change-log link (`store.views.changelog.link`)."""
     imo, name = entry.removeprefix("LINK:").split(":", 1)
     return imo, "NAME:" + name

@@ -16,7 +16,7 @@ from store.access import accounts, links
 from store.database.db import transaction
 from store.database.schema import Buyer, Feed
 from store.intake import demo
-from store.views import upkeep
+from store.views import builds, upkeep
 from tests.paused_build import paused_build
 
 #: The server's threads for blocking work; more readers of the held view than that.
@@ -32,7 +32,7 @@ def test_readers_of_a_view_being_built_elsewhere_hold_no_thread_other_buyers_nee
         accounts.set_subscription(session, other, session.get(Feed, feed_ids[0]), "active")
         other_key, _ = accounts.create_key(session, other)
         other_id = other.id
-    upkeep.ensure_buyer(sessions, other_id)  # the other buyer's views are ready
+    builds.ensure_buyer(sessions, other_id)  # the other buyer's views are ready
     api = make_api(payload["api_key"], executor=ThreadPoolExecutor(THREADS, thread_name_prefix="test-api"))
     with transaction(sessions) as session:
         _, token = links.create_link(session, session.get(Buyer, other_id), {}, api.settings.signing_secrets())

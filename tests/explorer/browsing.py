@@ -96,7 +96,7 @@ def served_store(tmp_path_factory):
     `by_source` page would each build one, which no buyer of a served store meets."""
     from store.intake.demo import load_demo
     from store.settings import Settings
-    from store.views import upkeep
+    from store.views import builds
 
     folder = tmp_path_factory.mktemp("explorer")
     settings = Settings(db_url=f"sqlite:///{folder / 'lineups.db'}", secrets=(SECRET,))
@@ -105,7 +105,7 @@ def served_store(tmp_path_factory):
     sessions = make_sessionmaker(engine)
     with transaction(sessions) as session:
         demo = load_demo(session, DEMO_RECORDS, seed=7, anchor=ANCHOR)
-    upkeep.ensure_buyer(sessions, demo["buyer_id"])
+    builds.ensure_buyer(sessions, demo["buyer_id"])
     return settings.db_url, demo, sessions, engine, folder
 
 

@@ -585,14 +585,14 @@ def test_reads_of_a_view_being_built_elsewhere_wait_off_the_explorers_threads(co
 
     from explorer import data
     from explorer.session import EXECUTOR, Account
-    from store.views import upkeep
+    from store.views import builds, upkeep
     from store.views.lineups import Lineups
     from tests.paused_build import paused_build
 
     account = Account.open(dataclasses.replace(context, service=Lineups(sessions, wait=0)), identity)
     one_feed = account.feeds[0]["id"]
     held, other = LineupQuery(source=one_feed), LineupQuery(port="BRSSZ")
-    upkeep.ensure_buyer(sessions, demo["buyer_id"])  # the views of every feed of the buyer: ready
+    builds.ensure_buyer(sessions, demo["buyer_id"])  # the views of every feed of the buyer: ready
 
     async def read(query: LineupQuery) -> int:
         return await account.run(lambda session, buyer: data.count(session, buyer.id, query))

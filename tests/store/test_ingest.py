@@ -674,7 +674,7 @@ def test_an_ingest_writes_with_a_page_cache_for_its_size_and_gives_its_connectio
     memory costs a new process its first touch); the connection goes back to the
     pool with the default, so that a server's pooled connections stay small."""
     from store.database.db import create_schema, make_engine, make_sessionmaker, transaction
-    from store.views import upkeep
+    from store.views import changelog, upkeep
 
     if large:  # a file of more rows than BY_REF
         monkeypatch.setattr(ingest, "BY_REF", 0)
@@ -753,18 +753,18 @@ def test_a_new_record_notes_a_name_link_only_when_the_feed_did_not_carry_it(sess
     name-only records); a new call of a vessel the feed already names so notes only
     its own (vessel, port) pair, so that a daily update stays small."""
     from store.merging.resolve import name_key
-    from store.views import upkeep
+    from store.views import changelog, upkeep
 
     noted = []
-    original = upkeep.note_changes
-    monkeypatch.setattr(upkeep, "note_changes", lambda s, f, v, keys: (noted.append(set(keys)), original(s, f, v, keys)))
+    original = changelog.note_changes
+    monkeypatch.setattr(changelog, "note_changes", lambda s, f, v, keys: (noted.append(set(keys)), original(s, f, v, keys)))
     ingest_rows(session, feed, tmp_path, [row(ref="A")], name="a.csv")
     key = "IMO9074729"
-    assert noted[-1] == {(key, "BRSSZ"), upkeep.link(key, name_key("Ocean Grace"))}
+    assert noted[-1] == {(key, "BRSSZ"), changelog.link(key, name_key("Ocean Grace"))}
     ingest_rows(session, feed, tmp_path, [row(ref="A"), row(ref="B", port_unlocode="BRPNG")], name="b.csv")
     assert noted[-1] == {(key, "BRPNG")}
     ingest_rows(session, feed, tmp_path, [row(ref="C", vessel_name="Ocean Grace II")], name="c.csv")
-    assert noted[-1] == {(key, "BRSSZ"), upkeep.link(key, name_key("Ocean Grace II"))}
+    assert noted[-1] == {(key, "BRSSZ"), changelog.link(key, name_key("Ocean Grace II"))}
 
 
 def test_two_ingests_of_one_feed_run_one_after_the_other(sessions, tmp_path, monkeypatch):

@@ -85,7 +85,7 @@ def test_upgrading_drops_the_by_source_views_of_feed_sets_and_reads_by_source_ag
     from store.database.migrate import upgrade
     from store.database.schema import MergedRow, MergedView
     from store.intake import demo
-    from store.views import upkeep
+    from store.views import builds, upkeep
     from store.views.lineups import Lineups
     from store.views.query import LineupQuery
     from store.views.stored import copy_rows
@@ -96,7 +96,7 @@ def test_upgrading_drops_the_by_source_views_of_feed_sets_and_reads_by_source_ag
     sessions = make_sessionmaker(engine)
     with transaction(sessions) as session:
         payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
-    upkeep.ensure_buyer(sessions, payload["buyer_id"])
+    builds.ensure_buyer(sessions, payload["buyer_id"])
     with transaction(sessions) as session:  # as 0008's code kept them: a by_source view per feed set
         one = session.scalar(select(MergedView).where(MergedView.mode == "by_source"))
         feeds = sorted(session.scalar(select(MergedView.feeds).where(MergedView.mode == "all")))
@@ -130,12 +130,12 @@ def test_upgrading_through_the_index_rebuild_keeps_the_planners_statistics(store
     from store.database.db import transaction
     from store.database.migrate import upgrade
     from store.intake import demo
-    from store.views import upkeep
+    from store.views import builds, upkeep
 
     engine, sessions = _sqlite_store_at(store_settings, "0008", "PostgreSQL keeps its planner statistics per column, not per index")
     with transaction(sessions) as session:
         payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
-    upkeep.ensure_buyer(sessions, payload["buyer_id"])  # its first view's build analyses the table
+    builds.ensure_buyer(sessions, payload["buyer_id"])  # its first view's build analyses the table
     statistics = "SELECT count(*) FROM sqlite_stat1 WHERE idx = :index"
     with engine.begin() as connection:
         assert connection.scalar(text(statistics), {"index": "ix_merged_rows_vessel"}) == 1

@@ -31,7 +31,7 @@ from store.views.query import LineupQuery, parse_query
 from store.merging.records import load_records
 from store.database.schema import Buyer, Feed, MergedRow, MergedView, Record, VesselChange
 from store.reference.taxonomy import default_taxonomy
-from store.views import merges, stored, upkeep
+from store.views import builds, changelog, merges, stored, upkeep
 from store.views.lineups import PAUSES_S, Lineups, patiently
 from tests.paused_build import paused_build
 
@@ -181,8 +181,8 @@ def test_an_ingest_merges_again_only_the_touched_vessel_port_pairs(sessions, mon
     rng = np.random.default_rng(3)
     vessels = list(zip(demo.imo_numbers(rng, 2), ["NEW VESSEL ONE", "NEW VESSEL TWO"]))
     noted = []
-    original = upkeep.note_changes
-    monkeypatch.setattr(upkeep, "note_changes", lambda s, f, v, keys: (noted.append(set(keys)), original(s, f, v, keys)))
+    original = changelog.note_changes
+    monkeypatch.setattr(changelog, "note_changes", lambda s, f, v, keys: (noted.append(set(keys)), original(s, f, v, keys)))
     report = upsert(sessions, feed_id, feed_file(rng, ["fresh-1", "fresh-2", "fresh-3"], vessels))
     assert report.inserted == 3 and report.views["incremental"] >= 1 and report.views["full"] == 0
     with transaction(sessions) as session:
@@ -193,7 +193,7 @@ def test_an_ingest_merges_again_only_the_touched_vessel_port_pairs(sessions, mon
             select(Record.vessel_key, Record.port_unlocode, Record.vessel_name).where(Record.ref.like("fresh-%"))
         ).all()
         fresh = {(vessel, port) for vessel, port, _ in found}
-        links = {upkeep.link(v, name_key(n)) for v, _, n in found if v.startswith("IMO")}
+        links = {changelog.link(v, name_key(n)) for v, _, n in found if v.startswith("IMO")}
         assert session.scalar(select(func.count()).select_from(VesselChange).where(VesselChange.feed_id == feed_id)) == 0
     assert 1 <= len(fresh) <= 3 and noted == [fresh | links]
     after = lineups.frame(buyer_id, LineupQuery())
@@ -368,15 +368,15 @@ def test_a_view_is_built_once_when_many_readers_ask_at_once(sessions, monkeypatc
     with transaction(sessions) as session:
         payload = demo.load_demo(session, 600, 7, dt.date(2024, 3, 1))
         feed_ids = [f.id for f in accounts.entitled_feeds(session, payload["buyer_id"])]
-    builds = []
+    merged = []
     original = merges.Merges.rows
-    monkeypatch.setattr(merges.Merges, "rows", lambda self, view: (builds.append(view.id), original(self, view))[1])
+    monkeypatch.setattr(merges.Merges, "rows", lambda self, view: (merged.append(view.id), original(self, view))[1])
     key = upkeep.ViewKey.of("all", feed_ids)
     results, errors = [], []
 
     def ask():
         try:
-            results.append(upkeep.ensure(sessions, key))
+            results.append(builds.ensure(sessions, key))
         except Exception as error:  # noqa: BLE001 - reported below
             errors.append(error)
 
@@ -386,7 +386,7 @@ def test_a_view_is_built_once_when_many_readers_ask_at_once(sessions, monkeypatc
     for thread in threads:
         thread.join(60)
     assert errors == [] and len(results) == 4 and len(set(results)) == 1
-    assert builds == [results[0]]
+    assert merged == [results[0]]
 
 
 def test_a_view_whose_builder_was_killed_is_built_by_the_next_reader_at_once(sessions, store_settings):
@@ -400,13 +400,13 @@ def test_a_view_whose_builder_was_killed_is_built_by_the_next_reader_at_once(ses
     key = upkeep.ViewKey.of("all", feed_ids)
     with paused_build(store_settings, key) as builder:
         began = time.monotonic()
-        with pytest.raises(upkeep.ViewBusy):
-            upkeep.ensure(sessions, key, wait=0.5)
+        with pytest.raises(builds.ViewBusy):
+            builds.ensure(sessions, key, wait=0.5)
         assert time.monotonic() - began < 5  # the wait is the reader's, not a lock's
         builder.kill()
         builder.wait(10)
     began = time.monotonic()
-    view_id = upkeep.ensure(sessions, key, wait=10)
+    view_id = builds.ensure(sessions, key, wait=10)
     assert time.monotonic() - began < 10
     with transaction(sessions) as session:
         view = session.get(MergedView, view_id)
@@ -417,7 +417,7 @@ def test_a_view_whose_builder_was_killed_is_built_by_the_next_reader_at_once(ses
 def test_a_reader_that_may_not_wait_is_told_at_once_that_a_build_elsewhere_holds_what_it_needs(sessions, store_settings):
     """A server's reader (`wait=0`) never waits in its thread for a build in another
     process: of the view being built, and on SQLite of any missing view, whose row it
-    cannot add while the build holds the one write lock (`upkeep.ViewBusy`, asked
+    cannot add while the build holds the one write lock (`builds.ViewBusy`, asked
     again by the server off its threads). On PostgreSQL the other view is built at once."""
     with transaction(sessions) as session:
         payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
@@ -425,16 +425,16 @@ def test_a_reader_that_may_not_wait_is_told_at_once_that_a_build_elsewhere_holds
     held, other = upkeep.ViewKey.of("all", feed_ids), upkeep.ViewKey.of("all", feed_ids[:1])
     with paused_build(store_settings, held):
         began = time.monotonic()
-        with pytest.raises(upkeep.ViewBusy):
-            upkeep.ensure(sessions, held, wait=0)
+        with pytest.raises(builds.ViewBusy):
+            builds.ensure(sessions, held, wait=0)
         if store_settings.db_url.startswith("sqlite"):
-            with pytest.raises(upkeep.ViewBusy):
-                upkeep.ensure(sessions, other, wait=0)
+            with pytest.raises(builds.ViewBusy):
+                builds.ensure(sessions, other, wait=0)
             with transaction(sessions) as session:  # nothing half-added
                 assert session.scalar(select(func.count()).select_from(MergedView).where(MergedView.feed_set == other.feed_set)) == 0
         else:
             with transaction(sessions) as session:
-                assert session.get(MergedView, upkeep.ensure(sessions, other, wait=0)).state == "ready"
+                assert session.get(MergedView, builds.ensure(sessions, other, wait=0)).state == "ready"
         assert time.monotonic() - began < 10  # SQLite's busy timeout, which it no longer waits for, is 30 s
 
 
@@ -448,14 +448,14 @@ def test_a_server_reader_asks_again_while_the_view_is_busy_and_gives_up_after_it
         async def ask():
             asked.append(time.monotonic())
             if len(asked) <= times:
-                raise upkeep.ViewBusy(key)
+                raise builds.ViewBusy(key)
             return "rows"
         return ask
 
     assert asyncio.run(patiently(busy_for(3), wait=30)) == "rows" and len(asked) == 4
     assert asked[-1] - asked[0] >= sum(PAUSES_S[:3])  # paused between asks, on the loop
     asked.clear()
-    with pytest.raises(upkeep.ViewBusy):
+    with pytest.raises(builds.ViewBusy):
         asyncio.run(patiently(busy_for(10**6), wait=0.4))
     assert asked[-1] - asked[0] <= 0.4 and len(asked) >= 3
 
@@ -576,7 +576,7 @@ def test_on_postgresql_a_large_load_is_not_held_up_by_another_transactions_analy
     rng, vessels = _six_vessels(7)
     alpha, bravo, buyer = _two_feeds(sessions)
     upsert(sessions, alpha, feed_file(rng, [f"a{i}" for i in range(50)], vessels))
-    upkeep.ensure_buyer(sessions, buyer)
+    builds.ensure_buyer(sessions, buyer)
     with engine.connect() as holder:
         holder.execute(text("ANALYZE records"))  # its lock held until the rollback below
         report = upsert(sessions, bravo, feed_file(rng, [f"c{i}" for i in range(100)], vessels))  # failed at 30 s before
@@ -598,7 +598,7 @@ def _views_of_two_loaded_feeds(sessions, engine) -> tuple[str, str]:
     alpha, bravo, buyer = _two_feeds(sessions)
     upsert(sessions, alpha, feed_file(rng, [f"a{i}" for i in range(200)], vessels))
     upsert(sessions, bravo, feed_file(rng, [f"c{i}" for i in range(30)], vessels))
-    upkeep.ensure_buyer(sessions, buyer)
+    builds.ensure_buyer(sessions, buyer)
     return alpha, bravo
 
 
@@ -630,13 +630,13 @@ def test_on_postgresql_the_planner_counts_every_new_view_once_it_has_committed(s
     alpha, _ = _views_of_two_loaded_feeds(sessions, engine)
     views, counted = _views_counted(sessions)
     assert len(views) == 2 and counted == views
-    upkeep.ensure_buyer(sessions, _buyer_of(sessions, "Sees Alpha", alpha))  # a new feed set
+    builds.ensure_buyer(sessions, _buyer_of(sessions, "Sees Alpha", alpha))  # a new feed set
     views, counted = _views_counted(sessions)
     assert len(views) == 3 and counted == views
 
 
 def test_on_postgresql_a_new_view_is_served_while_another_transaction_analyses_the_views(sessions, engine):
-    """The count of a new view (`upkeep._count_views`) must not hold up the reader who
+    """The count of a new view (`builds._count_views`) must not hold up the reader who
     built it: while another transaction holds ANALYZE's lock on `merged_rows` (an
     ingest that analysed the table after writing a large view holds it to its
     commit), the view is served without its count, which the next new view's takes."""
@@ -646,11 +646,11 @@ def test_on_postgresql_a_new_view_is_served_while_another_transaction_analyses_t
     sees_alpha, sees_bravo = _buyer_of(sessions, "Sees Alpha", alpha), _buyer_of(sessions, "Sees Bravo", bravo)
     with engine.connect() as holder:
         holder.execute(text("ANALYZE merged_rows"))  # its lock held until the rollback below
-        upkeep.ensure_buyer(sessions, sees_alpha)  # waited 30 s, then failed, before
+        builds.ensure_buyer(sessions, sees_alpha)  # waited 30 s, then failed, before
         rows = Lineups(sessions).frame(sees_alpha, LineupQuery())
         assert comparable(rows) == comparable(reference(sessions, sees_alpha, LineupQuery()))
         holder.rollback()
-    upkeep.ensure_buyer(sessions, sees_bravo)
+    builds.ensure_buyer(sessions, sees_bravo)
     views, counted = _views_counted(sessions)
     assert len(views) == 4 and counted == views
 
@@ -671,7 +671,7 @@ def test_on_postgresql_a_view_built_whole_is_not_held_up_by_another_transactions
     upsert(sessions, alpha, feed_file(rng, [f"a{i}" for i in range(200)], vessels))
     with engine.connect() as holder:
         holder.execute(text("ANALYZE merged_rows"))  # its lock held until the rollback below
-        upkeep.ensure_buyer(sessions, buyer)  # the store's first views: written whole
+        builds.ensure_buyer(sessions, buyer)  # the store's first views: written whole
         rows = Lineups(sessions).frame(buyer, LineupQuery())
         assert len(rows) and comparable(rows) == comparable(reference(sessions, buyer, LineupQuery()))
         holder.rollback()
@@ -680,16 +680,16 @@ def test_on_postgresql_a_view_built_whole_is_not_held_up_by_another_transactions
 def test_views_no_buyer_can_read_are_dropped_after_the_retention(sessions):
     with transaction(sessions) as session:
         payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
-    upkeep.ensure_buyer(sessions, payload["buyer_id"])
+    builds.ensure_buyer(sessions, payload["buyer_id"])
     with transaction(sessions) as session:
-        assert upkeep.prune(session, dt.timedelta(0)) == 0  # all in use
+        assert builds.prune(session, dt.timedelta(0)) == 0  # all in use
         accounts.set_buyer_status(session, session.get(Buyer, payload["buyer_id"]), "suspended")
     with transaction(sessions) as session:
-        assert upkeep.prune(session, dt.timedelta(days=1)) == 0  # marked unused, kept for now
+        assert builds.prune(session, dt.timedelta(days=1)) == 0  # marked unused, kept for now
         assert all(v.unused_since is not None for v in session.scalars(select(MergedView)))
         session.execute(update(MergedView).values(unused_since=dt.datetime(2020, 1, 1)))
     with transaction(sessions) as session:
-        dropped = upkeep.prune(session, dt.timedelta(days=1))
+        dropped = builds.prune(session, dt.timedelta(days=1))
         assert dropped > 0 and session.scalar(select(func.count()).select_from(MergedView)) == 0
         assert session.scalar(select(func.count()).select_from(MergedRow)) == 0
 
@@ -703,9 +703,9 @@ def test_ingests_leave_views_no_buyer_can_read_and_a_buyer_back_on_them_reads_th
     old_key = upkeep.ViewKey.of("all", feed_ids[:-1])
     with transaction(sessions) as session:  # gains the last feed: their old set is read by no one
         accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_ids[-1]), "active")
-    upkeep.ensure_buyer(sessions, buyer)
+    builds.ensure_buyer(sessions, buyer)
     with transaction(sessions) as session:
-        upkeep.prune(session)
+        builds.prune(session)
         old = session.scalar(select(MergedView).where(MergedView.feed_set == old_key.feed_set))
         assert old.unused_since is not None
         old_id, old_versions = old.id, dict(old.versions)
@@ -720,10 +720,10 @@ def test_ingests_leave_views_no_buyer_can_read_and_a_buyer_back_on_them_reads_th
     with transaction(sessions) as session:  # back on the old set
         accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_ids[-1]), "cancelled")
     with caplog.at_level("INFO", logger="lineups.views"):
-        upkeep.ensure_buyer(sessions, buyer)
+        builds.ensure_buyer(sessions, buyer)
     assert f"View {old_id} (all) brought up to date (incremental)" in caplog.text
     with transaction(sessions) as session:
-        upkeep.prune(session)
+        builds.prune(session)
         view = session.get(MergedView, old_id)  # the same view, caught up
         assert view.unused_since is None and view.versions[feed_ids[0]] > old_versions[feed_ids[0]]
     query = LineupQuery()
@@ -733,8 +733,8 @@ def test_ingests_leave_views_no_buyer_can_read_and_a_buyer_back_on_them_reads_th
 def test_reads_of_current_views_build_nothing(sessions, monkeypatch):
     with transaction(sessions) as session:
         payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
-    upkeep.ensure_buyer(sessions, payload["buyer_id"])
-    monkeypatch.setattr(upkeep, "ensure", lambda *a, **k: pytest.fail("a current view was built again"))
+    builds.ensure_buyer(sessions, payload["buyer_id"])
+    monkeypatch.setattr(builds, "ensure", lambda *a, **k: pytest.fail("a current view was built again"))
     lineups = Lineups(sessions)
     for params in ({}, {"merge": "by_source"}, {"latest": "true", "port": "BRSSZ"}):
         query = parse_query({k: [v] for k, v in params.items()}, default_taxonomy().parse_filter)[0]
@@ -845,7 +845,7 @@ def test_a_buyer_who_gains_or_loses_a_feed_gets_views_copied_from_their_old_ones
             accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_ids[-1 if name == "gains" else 0]), status)
         caplog.clear()
         with caplog.at_level("INFO", logger="lineups.views"):
-            assert upkeep.ensure_buyer(sessions, buyer) == 2
+            assert builds.ensure_buyer(sessions, buyer) == 2
         copied = [r.getMessage() for r in caplog.records if "starts as a copy of view" in r.getMessage()]
         said = "(all) starts as a copy of view 1: +1 feeds, 0 removed" if name == "gains" else "+0 feeds, 1 removed"
         assert len(copied) == 1 and said in copied[0], copied
@@ -870,7 +870,7 @@ def test_by_source_rows_are_kept_once_per_feed_whatever_buyers_read_them(session
         every = sorted(session.scalars(select(Feed.id)))  # the buyer's, the last one, and those no buyer reads
         own = sum(len(merge.merge(load_records(session, [feed_id]), "by_source")) for feed_id in every)
     assert set(feed_ids) < set(every) and len(views) == 1 and sorted(views[0].feeds) == every
-    assert upkeep.ensure_buyer(sessions, other) == 2
+    assert builds.ensure_buyer(sessions, other) == 2
     with transaction(sessions) as session:
         assert session.execute(select(MergedView.id).where(MergedView.mode == "by_source")).all() == [(views[0].id,)]
         assert session.scalar(select(func.count()).select_from(MergedRow).where(MergedRow.view_id == views[0].id)) == own
@@ -917,7 +917,7 @@ def test_a_new_feed_set_whose_change_passes_one_statements_parameter_limit_is_bu
             accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_ids[-1]), "active")
         assert gained > 100  # pairs for many statements of 8 pairs, and past 100 parameters in one
         with caplog.at_level("INFO", logger="lineups.views"):
-            assert upkeep.ensure_buyer(sessions, buyer) == 2
+            assert builds.ensure_buyer(sessions, buyer) == 2
         copied = [r.getMessage() for r in caplog.records if "starts as a copy of view" in r.getMessage()]
         assert len(copied) == 1 and "(all) starts as a copy of view 1: +1 feeds, 0 removed" in copied[0], copied
     finally:
@@ -940,5 +940,5 @@ def _buyer_short_of_one_feed(sessions, name: str) -> tuple[list[str], str]:
         buyer = accounts.add_buyer(session, name).id
         for feed_id in feed_ids[:-1]:
             accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_id), "active")
-    upkeep.ensure_buyer(sessions, buyer)
+    builds.ensure_buyer(sessions, buyer)
     return feed_ids, buyer
