@@ -9,7 +9,7 @@ import pandas as pd
 import param
 
 from explorer.session import Account, SessionLost
-from explorer.state import LineupFilters
+from explorer.filters import LineupFilters
 from explorer.words import describe_filters, problem
 from store.access import links
 from store.errors import LineupsError

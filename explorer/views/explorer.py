@@ -18,7 +18,8 @@ from explorer.auth import LOGOUT_PATH
 from explorer.session import Account
 from explorer.feeds import FeedsModel
 from explorer.shares import SharesModel
-from explorer.state import LineupFilters, LineupsModel, today
+from explorer.filters import LineupFilters, today
+from explorer.state import LineupsModel
 from explorer.views.connection import ConnectionBanner
 from explorer.views.feeds import FeedsView
 from explorer.views.lineups import LineupsView

@@ -9,7 +9,8 @@ import param
 from panel.viewable import Viewer
 
 from explorer import charts
-from explorer.state import COLUMN_TITLES, LineupsModel, today
+from explorer.filters import today
+from explorer.state import COLUMN_TITLES, LineupsModel
 from explorer.views.detail import detail_view
 from explorer.views.widgets import CommodityPicker, DateInput
 
