@@ -725,12 +725,14 @@ def write_curve(out: Path, results: list[dict]) -> None:
             points = [(n, value(r, figure_id)) for n, r in zip(sizes, results) if value(r, figure_id) is not None]
             if points:
                 left.plot(*zip(*points), style, label=label)
+        left.axhline(250, color="grey", linestyle=":", label="p99 target, 250 ms")
         left.set(xscale="log", yscale="log", xlabel="records in the store", ylabel="ms", title="Distinct first pages: latency")
         left.legend(fontsize=8)
         for figure_id, label, style in (("mixed.rss", "lineups serve", "o-"), ("datasette.rss", "Datasette", "s-")):
             points = [(n, value(r, figure_id)) for n, r in zip(sizes, results) if value(r, figure_id) is not None]
             if points:
                 right.plot(*zip(*points), style, label=label)
+        right.axhline(600 * 10**6 / 2**20, color="grey", linestyle=":", label="target, 600 MB")
         right.set(xscale="log", xlabel="records in the store", ylabel="MiB", title="Server memory after the pass")
         right.set_ylim(bottom=0)
         right.legend(fontsize=8)
