@@ -7,8 +7,8 @@ feed whoever reads them, since a feed's `by_source` rows are its own merge; a bu
 `by_source` rows are those of their visible feeds (`store.views.sql.Target.sources`).
 A view's `versions` are the feeds' `data_version`s its rows reflect. Whatever changes
 records notes, in the same transaction, the (vessel key, port) pairs it touched
-(`store.views.changelog.note_changes`, table `vessel_changes`); bringing a view up to date then merges again
-only the records of those pairs and replaces their rows:
+(`store.views.changelog.note_changes`, table `vessel_changes`); bringing a view up to
+date then merges again only the records of those pairs and replaces their rows:
 
     merge(records) == rows of untouched pairs + merge(records of touched pairs)
 
@@ -18,11 +18,11 @@ so the pair's `is_top` marks come out of the same merge (in the `by_source` view
 feed's latest of the pair). In an `all` view the vessel key is resolved (issue 19
 rule 1: a name-only record is the one IMO its name carries among the view's records),
 so the touched pairs are widened to the names' other pairs and IMO keys
-(`store.views.merges.Merges.widened`, with the `changelog.link`s a change notes) and merged with
-the whole view's identities. A change too large to list (more than `changelog.LISTED_PAIRS`), a
-log that does not reach back to the view's versions, or more than `INCREMENTAL_SHARE`
-of the view's rows to redo: the view (in the `by_source` view, the feed's rows) is
-merged afresh.
+(`store.views.merges.Merges.widened`, with the `changelog.link`s a change notes) and
+merged with the whole view's identities. A change too large to list (more than
+`changelog.LISTED_PAIRS`), a log that does not reach back to the view's versions, or
+more than `INCREMENTAL_SHARE` of the view's rows to redo: the view (in the `by_source`
+view, the feed's rows) is merged afresh.
 
 Who does the work: an ingest or a commodity mapping brings every view of its feeds
 that is in use up to date in its own transaction (`refresh_feeds`), so that readers
