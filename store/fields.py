@@ -187,3 +187,9 @@ def parse_time(text: str) -> dt.datetime:
 def utcnow() -> dt.datetime:
     """The current time, aware, in UTC, to the second."""
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+def stored_now() -> dt.datetime:
+    """The current time as the store keeps its timestamps: naive, in UTC, to the
+    second."""
+    return utcnow().replace(tzinfo=None)

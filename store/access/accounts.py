@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from store.database.db import ReplicaBehind, is_replica
 from store.errors import Forbidden, LineupsError, NotFound, Unauthorized, ValidationError
 from store.intake.feeds import is_uuid
-from store.fields import utcnow
+from store.fields import stored_now
 from store.access.names import check_free, find_named
 from store.database.schema import ApiKey, Buyer, Feed, Subscription
 
@@ -45,7 +45,7 @@ def add_buyer(session: Session, name: str) -> Buyer:
     if not name:
         raise ValidationError.parameter("name", "a buyer needs a name")
     check_free(session, Buyer.name, name, "buyer")
-    buyer = Buyer(id=str(uuid.uuid4()), name=name, status="active", created_at=_now())
+    buyer = Buyer(id=str(uuid.uuid4()), name=name, status="active", created_at=stored_now())
     session.add(buyer)
     session.flush()
     return buyer
@@ -74,7 +74,7 @@ def create_key(session: Session, buyer: Buyer) -> tuple[str, ApiKey]:
         buyer_id=buyer.id,
         key_hash=hash_key(key),
         prefix=key[:7],
-        created_at=_now(),
+        created_at=stored_now(),
     )
     session.add(row)
     session.flush()
@@ -100,7 +100,7 @@ def find_key(session: Session, ident: str) -> ApiKey:
 def revoke_key(session: Session, row: ApiKey) -> ApiKey:
     """Revoke a key at once; later requests with it get 401 (C5)."""
     if row.revoked_at is None:
-        row.revoked_at = _now()
+        row.revoked_at = stored_now()
         session.flush()
     return row
 
@@ -121,7 +121,7 @@ def authenticate(session: Session, key: str | None, touch: bool = True) -> Buyer
         row = None
     buyer = key_holder(session, row)
     if touch:
-        row.last_used_at = _now()
+        row.last_used_at = stored_now()
     return buyer
 
 
@@ -253,10 +253,10 @@ def set_subscription(session: Session, buyer: Buyer, feed: Feed, status: str) ->
         )
     sub = session.get(Subscription, (buyer.id, feed.id))
     if sub is None:
-        sub = Subscription(buyer_id=buyer.id, feed_id=feed.id, status=status, changed_at=_now())
+        sub = Subscription(buyer_id=buyer.id, feed_id=feed.id, status=status, changed_at=stored_now())
         session.add(sub)
     elif sub.status != status:
-        sub.status, sub.changed_at = status, _now()
+        sub.status, sub.changed_at = status, stored_now()
     session.flush()
     return sub
 
@@ -278,7 +278,3 @@ def entitlements(session: Session, buyer_id: str) -> list[Entitlement]:
         .order_by(Feed.name)
     )
     return [Entitlement(feed, status) for feed, status in rows]
-
-
-def _now():
-    return utcnow().replace(tzinfo=None)

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from store.access.accounts import active_buyer
 from store.errors import Forbidden, NotFound, Unauthorized, ValidationError
 from store.intake.feeds import is_uuid
-from store.fields import format_time, utcnow
+from store.fields import format_time, stored_now
 from store.access.names import check_free, find_named
 from store.database.schema import Buyer, ShareLink
 
@@ -83,7 +83,7 @@ def create_link(
     if label:
         check_free(session, ShareLink.label, label, "share link", parameter="label", among=ShareLink.buyer_id == buyer.id)
     link = ShareLink(
-        id=str(uuid.uuid4()), buyer_id=buyer.id, filters=params, created_at=_now(), use_count=0, label=label
+        id=str(uuid.uuid4()), buyer_id=buyer.id, filters=params, created_at=stored_now(), use_count=0, label=label
     )
     session.add(link)
     session.flush()
@@ -129,7 +129,7 @@ def find_link(session: Session, ident: str, buyer_id: str | None = None, labelle
 def revoke_link(session: Session, link: ShareLink) -> ShareLink:
     """Revoke at once: the next request through it gets 401."""
     if link.revoked_at is None:
-        link.revoked_at = _now()
+        link.revoked_at = stored_now()
         session.flush()
     return link
 
@@ -156,7 +156,7 @@ def open_link(
         session.execute(
             update(ShareLink)
             .where(ShareLink.id == link.id)
-            .values(use_count=ShareLink.use_count + 1, last_used_at=_now())
+            .values(use_count=ShareLink.use_count + 1, last_used_at=stored_now())
         )
     return link, {name: [value] for name, value in params.items()}
 
@@ -190,7 +190,3 @@ def link_dict(link: ShareLink, url: str | None = None) -> dict[str, Any]:
     if url is not None:
         out["url"] = url
     return out
-
-
-def _now():
-    return utcnow().replace(tzinfo=None)

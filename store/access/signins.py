@@ -10,13 +10,13 @@ from sqlalchemy import delete, exists, select
 from sqlalchemy.orm import Session
 
 from store.database.schema import EndedSignIn
-from store.fields import utcnow
+from store.fields import stored_now
 
 
 def end(session: Session, sign_in_id: str, keep: dt.timedelta) -> None:
     """Record that the sign-in `sign_in_id` has ended, and forget ended sign-ins
     older than `keep` (their cookies have expired)."""
-    now = utcnow().replace(tzinfo=None)
+    now = stored_now()
     session.execute(delete(EndedSignIn).where(EndedSignIn.ended_at < now - keep))
     if session.get(EndedSignIn, sign_in_id) is None:
         session.add(EndedSignIn(id=sign_in_id, ended_at=now))

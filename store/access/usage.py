@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine
 
 from store.access import accounts, links
-from store.fields import utcnow
+from store.fields import stored_now
 
 log = logging.getLogger("lineups.usage")
 #: Notes waiting to be written, at most; beyond, notes are dropped and counted.
@@ -99,11 +99,11 @@ class UsageWriter:
             if len(self._key_written) >= REMEMBERED_KEYS:
                 self._key_written.clear()  # at worst a few writes more
             self._key_written[key_hash] = now
-        self._put(("key", key_hash, _now()))
+        self._put(("key", key_hash, stored_now()))
 
     def link_used(self, link_id: str) -> None:
         """Note a use of the share link `link_id`; never blocks."""
-        self._put(("link", link_id, _now()))
+        self._put(("link", link_id, stored_now()))
 
     def _put(self, note: tuple) -> None:
         self._start()
@@ -199,7 +199,3 @@ class UsageWriter:
                 return
             self._warned = now
         log.warning(message, *args)
-
-
-def _now() -> dt.datetime:
-    return utcnow().replace(tzinfo=None)  # stored naive, in UTC, as `accounts` does

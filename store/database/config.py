@@ -21,7 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from store.errors import ValidationError
-from store.fields import utcnow
+from store.fields import stored_now
 from store.access.names import suggestions
 from store.database.schema import ServiceSetting
 
@@ -71,7 +71,7 @@ def put(session: Session, name: str, value: str) -> str:
     an unknown setting or a value outside its rule."""
     value = SETTINGS[known(name)](value)
     row = session.get(ServiceSetting, name)
-    now = utcnow().replace(tzinfo=None)
+    now = stored_now()
     if row is None:
         session.add(ServiceSetting(name=name, value=value, changed_at=now))
     elif row.value != value:

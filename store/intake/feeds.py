@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from store.errors import ValidationError
-from store.fields import format_time, utcnow
+from store.fields import format_time, stored_now
 from store.access.names import check_free, find_named
 from store.reference.ports import default_directory, looks_like_unlocode
 from store.database.schema import Feed, FeedPort
@@ -60,7 +60,7 @@ def add_feed(
         coverage_rating=coverage_rating,
         commodity_rating=commodity_rating,
         commercial_rating=commercial_rating,
-        created_at=utcnow().replace(tzinfo=None),
+        created_at=stored_now(),
         data_version=0,
         ports=[FeedPort(position=i, unlocode=code) for i, code in enumerate(codes)],
     )

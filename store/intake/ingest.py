@@ -25,7 +25,7 @@ from store.intake import validate
 from store.reference.commodities import mappings as commodity_mappings
 from store.intake.feeds import lock_feed, next_version
 from store.intake.feedfile import read_feed_file
-from store.fields import CONTENT_FIELDS, utcnow
+from store.fields import CONTENT_FIELDS, stored_now
 from store.intake.mapping import Mapping
 from store.database.db import analyze_if_stale, sqlite_page_cache, vacuum_after_commit
 from store.database.schema import Feed, Record, RecordRevision
@@ -85,7 +85,7 @@ def upsert(
 
 
 def _upsert(session: Session, feed: Feed, clean: pd.DataFrame, progress: Progress | None) -> IngestReport:
-    now = utcnow().replace(tzinfo=None)
+    now = stored_now()
     # What the file is compared with is read under the feed's lock: two ingests of
     # one feed run one after the other, the second comparing with the first's records.
     lock_feed(session, feed.id)

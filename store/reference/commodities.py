@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from store.errors import ValidationError
 from store.intake.feeds import bump_versions
-from store.fields import utcnow
+from store.fields import stored_now
 from store.intake.normalize import lookup_key
 from store.database.db import sqlite_page_cache
 from store.database.schema import CommodityMapping, Feed, Record
@@ -48,7 +48,7 @@ def map_commodity(session: Session, raw: str, leaf: str) -> dict:
     row = session.get(CommodityMapping, key)
     if row is None:
         session.add(
-            CommodityMapping(raw_key=key, raw=raw.strip(), leaf_id=target.id, created_at=utcnow().replace(tzinfo=None))
+            CommodityMapping(raw_key=key, raw=raw.strip(), leaf_id=target.id, created_at=stored_now())
         )
     else:
         row.raw, row.leaf_id = raw.strip(), target.id

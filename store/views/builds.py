@@ -32,6 +32,7 @@ from store.access.accounts import ENTITLED
 from store.database import db
 from store.database.db import sqlite_busy_timeout, sqlite_page_cache, transaction
 from store.database.schema import Buyer, MergedRow, MergedView, Subscription
+from store.fields import stored_now
 from store.views import upkeep
 from store.views.upkeep import BY_SOURCE, MODES, ViewKey
 
@@ -242,7 +243,7 @@ def prune(session: Session, retention: dt.timedelta = RETENTION) -> int:
     in_use |= {ViewKey.of("all", [feed_id]).feed_set for feed_id in single}
     if single:
         in_use.add(BY_SOURCE.feed_set)
-    now, dropped = upkeep.naive_now(), 0
+    now, dropped = stored_now(), 0
     # A view that another transaction holds (a build: it is in use) is left alone.
     for view in session.scalars(select(MergedView).with_for_update(skip_locked=True)):
         used = view.feed_set in in_use

@@ -33,7 +33,6 @@ processes (`store.views.builds`). The change log is `store.views.changelog`.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import logging
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from sqlalchemy.orm import Session
 
 from store.database import db
 from store.database.db import sqlite_page_cache, vacuum_after_commit
-from store.fields import utcnow
+from store.fields import stored_now
 from store.merging.merge_plan import NAT, nanos
 from store.merging.resolve import Identities
 from store.database.schema import Feed, MergedRow, MergedView, Record
@@ -114,7 +113,7 @@ def bring_up_to_date(session: Session, view: MergedView, merges: Merges | None =
         return "current"
     update = _update_by_source if view.mode == "by_source" else _update_all
     how = update(session, view, current, merges or Merges(session))
-    view.versions, view.state, view.built_at = current, "ready", naive_now()
+    view.versions, view.state, view.built_at = current, "ready", stored_now()
     session.flush()
     return how
 
@@ -305,10 +304,6 @@ def _max_span(rows: pd.DataFrame) -> int:
     start, end = nanos(rows["combined_date"]), nanos(rows["_span_end"])
     dated = (start != NAT) & (end != NAT)
     return int((end[dated] - start[dated]).max()) if dated.any() else 0
-
-
-def naive_now() -> dt.datetime:
-    return utcnow().replace(tzinfo=None)
 
 
 def refresh_feeds(session: Session, feed_ids: Sequence[str]) -> dict[str, int]:
