@@ -3,11 +3,13 @@
 `Process` starts a command that serves HTTP on a free 127.0.0.1 port, waits until a
 URL answers, and stops it with SIGTERM (then SIGKILL) when the block ends; its output
 goes to a log file. `rss_mib` reads a process's resident memory from /proc, and
-`RssSampler` records a process's memory while something runs.
+`RssSampler` records a process's memory while something runs. `cpu_budget` holds
+processes to a share of the machine's CPU (a cgroup each).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -15,7 +17,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import requests
 
@@ -142,3 +144,42 @@ class Process:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+#: The cgroup (v1) CPU controller's folder, where `cpu_budget` makes its groups.
+CPU_CGROUPS = Path("/sys/fs/cgroup/cpu")
+
+
+def cpu_budget_available() -> bool:
+    """Whether `cpu_budget` can work here: Linux's v1 CPU controller, writable (root)."""
+    return (CPU_CGROUPS / "cpu.cfs_quota_us").exists() and os.access(CPU_CGROUPS, os.W_OK)
+
+
+@contextlib.contextmanager
+def cpu_budget(pids: list[int], cores: float, name: str) -> Iterator[None]:
+    """Hold each process of `pids` (with all its threads) to `cores` of CPU while the
+    block runs: a cgroup of its own per process, with the CFS quota `cores` × the
+    period; then the processes go back to the root group and the groups are removed.
+
+    What it is for (`bench/scaling.py --worker-cpus`): on a machine whose cores the
+    server processes share with PostgreSQL, a fixed budget per server process leaves
+    PostgreSQL the rest, as if it ran on cores of its own. Linux's v1 CPU controller
+    (`CPU_CGROUPS`), as root; RuntimeError where it is not there."""
+    if not cpu_budget_available():
+        raise RuntimeError(f"no writable cgroup v1 CPU controller at {CPU_CGROUPS}: run as root on Linux")
+    groups = []
+    try:
+        for pid in pids:
+            group = CPU_CGROUPS / f"lineups-bench-{name}-{pid}"
+            group.mkdir()
+            groups.append(group)
+            period = int((group / "cpu.cfs_period_us").read_text())
+            (group / "cpu.cfs_quota_us").write_text(str(max(1000, round(cores * period))))
+            (group / "cgroup.procs").write_text(str(pid))  # the whole process, every thread
+        yield
+    finally:
+        for group in groups:
+            for pid in (group / "cgroup.procs").read_text().split():
+                with contextlib.suppress(OSError):  # gone already
+                    (CPU_CGROUPS / "cgroup.procs").write_text(pid)
+            group.rmdir()

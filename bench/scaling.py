@@ -2,7 +2,7 @@
 "on PostgreSQL with `lineups serve --processes 2`, ≥ 1.6× the distinct first-page
 queries per second of one process").
 
-    .venv/bin/python bench/scaling.py [--records 250000] [--queries 1500] [--rounds 2]
+    .venv/bin/python bench/scaling.py [--records 250000] [--queries 1500] [--rounds 2] [--worker-cpus C]
 
 Builds the bench store (`dataset.build_store`: 20 feeds) with the mixed workload's
 buyers and views (`mixed.add_buyers`) in a fresh schema of the local PostgreSQL
@@ -21,6 +21,14 @@ share of the machine's 2 cores busy during it, and where that CPU went: the serv
 processes (and how the requests spread over its workers, from the access log), all
 PostgreSQL processes, and wrk itself. The result is the median rate of the
 two-process passes over the median of the one-process passes, against 1.6.
+
+`--worker-cpus C` holds each server process to C of a core (`processes.cpu_budget`, a
+cgroup each, as root), so that PostgreSQL, wrk and the rest have what is left: on
+this 2-core machine PostgreSQL shares the cores with the server processes, and two
+processes at full speed leave it too little (the ratio is then bounded near 1.5×,
+docs/performance.md); with a budget of 0.5-0.6 a process it has its share, as it has
+on cores of its own in production. The figure is then that of servers on slower
+cores beside a PostgreSQL with room, not of this machine as it is.
 
 Load only targets 127.0.0.1; every server started is stopped, and the schema made
 here is dropped at the end.
@@ -50,7 +58,7 @@ from sqlalchemy import text
 from dataset import build_store, fresh_schema
 from mixed import CLIENTS, add_buyers, load_pass, path_of, questions
 from own_postgres import describe, own_server
-from processes import Process, free_port
+from processes import Process, cpu_budget, free_port
 from server_figures import RATE_LIMIT, lineups_command
 
 from store.database.db import make_engine
@@ -202,10 +210,14 @@ def settle(pids: list[int], quiet: float = 0.05, longest: float = 60.0) -> float
     return time.monotonic() - start
 
 
-def one_pass(dataset, buyers, processes: int, asks: list, folder: Path, name: str, redis_url: str) -> dict:
-    with start(dataset, processes, folder, name, redis_url) as server:
+def one_pass(dataset, buyers, processes: int, asks: list, folder: Path, name: str, redis_url: str,
+             worker_cpus: float | None = None) -> dict:
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(start(dataset, processes, folder, name, redis_url))
         workers = children(server.pid) if processes > 1 else []
         pids = [server.pid, *workers]
+        if worker_cpus:  # each process its budget; PostgreSQL, wrk and the rest the remainder
+            stack.enter_context(cpu_budget(pids, worker_cpus, name))
         settled = settle(pids)
         for _ in range(2):  # each buyer's first page, on new connections (any worker)
             for _, key, _ in buyers.keys.values():
@@ -220,7 +232,7 @@ def one_pass(dataset, buyers, processes: int, asks: list, folder: Path, name: st
         served = requests_by_pid(server.log_path, offset)
     cpu = spent(before, after)
     return {
-        "name": name, "processes": processes, "questions": len(asks), "settle_s": settled,
+        "name": name, "processes": processes, "worker_cpus": worker_cpus, "questions": len(asks), "settle_s": settled,
         **dataclasses.asdict(result), "rate": result.rate,
         "load_before": load_before, "load_after": load_after, **cpu,
         "worker_requests": [served.get(p, 0) for p in (workers or [server.pid])],
@@ -250,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
                           help="on a PostgreSQL server of the run's own set up as docs/deploying.md recommends "
                                "(bench/own_postgres.py) instead")
     parser.add_argument("--redis", default=REDIS, help="Redis for the rate limits")
+    parser.add_argument("--worker-cpus", type=float, metavar="CORES",
+                        help="hold each server process to this much CPU (a cgroup each, as root): PostgreSQL, "
+                             "wrk and the rest share what is left, as if PostgreSQL ran on cores of its own")
     parser.add_argument("--json", type=Path, help="write every pass's figures here")
     args = parser.parse_args(argv)
     from run import machine
@@ -260,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     passes: list[dict] = []
     server = "the machine's" if not args.own_pg else f"the run's own ({describe()})"
     say(f"PostgreSQL: {server}")
+    if args.worker_cpus:
+        say(f"each server process held to {args.worker_cpus:g} of a core (cgroup CPU quota)")
     with contextlib.ExitStack() as stack:
         pg_url = stack.enter_context(own_server()) if args.own_pg else args.pg
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="lineups-scaling-"))
@@ -280,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
         at = 0
         for name, processes, count in plan:
             say(f"pass {name}: {count:,} questions, --processes {processes} (load {load_text()})")
-            result = one_pass(dataset, buyers, processes, asks[at:at + count], folder, name.replace(" ", "-"), args.redis)
+            result = one_pass(dataset, buyers, processes, asks[at:at + count], folder, name.replace(" ", "-"), args.redis,
+                              args.worker_cpus)
             at += count
             passes.append(result)
             print(show(result), flush=True)
@@ -294,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
           flush=True)
     if args.json:
         args.json.write_text(json.dumps({
-            "started": started, "machine": where, "postgresql": server, "records": dataset.records, "views_s": views_s, "kept": kept,
+            "started": started, "machine": where, "postgresql": server, "worker_cpus": args.worker_cpus,
+            "records": dataset.records, "views_s": views_s, "kept": kept,
             "passes": passes, "one": one, "two": two, "ratio": ratio, "round_ratios": rounds,
         }, indent=1, default=str) + "\n")
     return 0
