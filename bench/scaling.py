@@ -26,9 +26,11 @@ two-process passes over the median of the one-process passes, against 1.6.
 cgroup each, as root), so that PostgreSQL, wrk and the rest have what is left: on
 this 2-core machine PostgreSQL shares the cores with the server processes, and two
 processes at full speed leave it too little (the ratio is then bounded near 1.5×,
-docs/performance.md); with a budget of 0.5-0.6 a process it has its share, as it has
-on cores of its own in production. The figure is then that of servers on slower
-cores beside a PostgreSQL with room, not of this machine as it is.
+docs/performance.md); with a budget that leaves it room (0.5 of a core a process at
+250,000 records, 0.35 at 1,000,000, where a page costs PostgreSQL more: the cores'
+share busy with two processes tells, docs/benchmarks-scaling.md) it has its share, as
+it has on cores of its own in production. The figure is then that of servers on
+slower cores beside a PostgreSQL with room, not of this machine as it is.
 
 Load only targets 127.0.0.1; every server started is stopped, and the schema made
 here is dropped at the end.
