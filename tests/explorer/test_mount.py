@@ -112,13 +112,14 @@ def test_a_new_process_builds_its_explorer_once_the_api_is_quiet_or_someone_open
     """Building the explorer holds the interpreter lock for a second or two, and the
     API's pages would wait for it: while requests keep coming it is not begun; someone
     opening /explorer begins it at once, busy or not; a quiet server begins it by
-    itself (`cli.serve.ExplorerMount`, `QUIET_S`)."""
+    itself (`cli.explorer_mount.ExplorerMount`, `QUIET_S`)."""
     import threading
     import time
     from concurrent.futures import ThreadPoolExecutor
 
     from api.server import DrainingServer
-    from cli.serve import QUIET_S, make_server_app
+    from cli.explorer_mount import QUIET_S
+    from cli.serve import make_server_app
     from tests.api.conftest import LiveServer
 
     def busy(seconds: float, until: threading.Event | None = None) -> None:
