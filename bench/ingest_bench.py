@@ -21,7 +21,6 @@ import time
 import uuid
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from sqlalchemy import text
 

@@ -30,6 +30,10 @@ reads SQLite files, is then left out. `--own-pg` does the same on a PostgreSQL s
 of the run's own, set up as docs/deploying.md recommends (`bench/own_postgres.py`),
 instead of the machine's, which runs Debian's defaults.
 
+Its parts: `bench/probe.py` (other buyers' pages during step 4), `bench/daily.py`
+(step 5), `bench/against_datasette.py` (step 3), `bench/mixed_report.py` (the table and
+the chart of latency and memory against store size).
+
 Load only ever targets 127.0.0.1; every process started is stopped.
 """
 
@@ -38,36 +42,32 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import multiprocessing
 import os
 import random
 import shutil
 import signal
-import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from urllib.parse import urlencode
 
 import requests
 from sqlalchemy import func, select, text
 
+from daily import fresh_daily_update
 from dataset import ANCHOR, Dataset, fresh_schema
-from dataset import changes as dataset_changes
 from figures import Figure, Target
-from load import WRK, p99
+from load import WRK
 from own_postgres import describe, own_server
+from probe import Probe
 from processes import Process, free_port, rss_mib
 from server_figures import EXPLORER_READY, RATE_LIMIT, lineups_command
 
 from store.access import accounts
 
-from store.intake import demo, ingest
+from store.intake import demo
 from store.database.db import make_sessionmaker, transaction
 from store.database.schema import Feed, MergedRow, MergedView
 from store.reference.taxonomy import default_taxonomy
@@ -266,87 +266,6 @@ def timed_get(url: str, key: str | None, timeout: float = 60) -> tuple[float, in
     return time.perf_counter() - start, response.status_code
 
 
-class Probe:
-    """Asks other buyers' pages every `interval` s in a thread while the block runs;
-    `worst` is the slowest answer, `median` the typical one.
-
-    With `quiet_rounds`, it first asks each page that many times before the block
-    (nothing else running), and `worst_delay` is how much longer than its quickest
-    quiet answer a page took during the block: what the targets call a page
-    "delayed" by the change. A fresh server's first answer to a question reads cold
-    pages (343 and 433 ms for two of these 50 questions at 1,000,000 records, with
-    nothing else running, 2026-11-27): `worst` counts that, `worst_delay` does not."""
-
-    def __init__(self, base_url: str, asks: list[tuple[str, str]], interval: float = 0.05, quiet_rounds: int = 0):
-        self.base_url, self.asks, self.interval, self.quiet_rounds = base_url, asks, interval, quiet_rounds
-        #: (index in `asks`, seconds) of each answer during the block
-        self.answers: list[tuple[int, float]] = []
-        #: index in `asks` -> its quickest answer before the block
-        self.quiet: dict[int, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _ask(self, session: requests.Session, i: int) -> float:
-        path, key = self.asks[i % len(self.asks)]
-        start = time.perf_counter()
-        session.get(self.base_url + path, headers={"X-API-Key": key}, timeout=60)
-        return time.perf_counter() - start
-
-    def _run(self) -> None:
-        i = 0
-        with requests.Session() as session:
-            while not self._stop.is_set():
-                self.answers.append((i % len(self.asks), self._ask(session, i)))
-                i += 1
-                self._stop.wait(self.interval)
-
-    def __enter__(self) -> "Probe":
-        with requests.Session() as session:
-            for _ in range(self.quiet_rounds):
-                for i in range(len(self.asks)):
-                    seconds = self._ask(session, i)
-                    self.quiet[i] = min(seconds, self.quiet.get(i, seconds))
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    @property
-    def times(self) -> list[float]:
-        """The seconds of each answer during the block."""
-        return [seconds for _, seconds in self.answers]
-
-    @property
-    def worst(self) -> float:
-        return max(self.times, default=0.0)
-
-    def _delays(self) -> list[float]:
-        """Per answer during the block, how much longer it took than its page's quickest quiet answer."""
-        return [seconds - self.quiet[i] for i, seconds in self.answers]
-
-    @property
-    def worst_delay(self) -> float:
-        return max(self._delays(), default=0.0)
-
-    def spread(self, limit_s: float = 0.2) -> str:
-        """The median, p99 and how many answers took longer than `limit_s`: a note
-        beside `worst`, one maximum that moves from run to run."""
-        if not self.times:
-            return "no pages asked"
-        times = sorted(self.times)
-        over = sum(t > limit_s for t in times)
-        return (f"{len(times)} pages asked: median {statistics.median(times) * 1000:.0f} ms, "
-                f"p99 {p99(times) * 1000:.0f} ms, {over} over {limit_s * 1000:.0f} ms")
-
-    def delays(self, limit_s: float = 0.2) -> str:
-        """How many answers were delayed by more than `limit_s`, beside `worst_delay`."""
-        over = sum(delay > limit_s for delay in self._delays())
-        return (f"{len(self.answers)} pages, each against its quickest of {self.quiet_rounds} quiet answers "
-                f"before: {over} delayed over {limit_s * 1000:.0f} ms; slowest answer {self.worst * 1000:.0f} ms")
-
-
 def path_of(params: dict) -> str:
     return "/v1/lineups?" + urlencode(params)
 
@@ -369,88 +288,6 @@ def start_server(dataset: Dataset, folder: Path, name: str = "serve") -> tuple[P
     start = time.perf_counter()
     server = Process(command, port, folder / f"{name}.log", env).start("/healthz")
     return server, time.perf_counter() - start
-
-
-# ---------------------------------------------------------------- Datasette
-def datasette_command(folder: Path) -> list[str]:
-    """Datasette 0.65 in a virtual environment of its own (made once, from PyPI)."""
-    venv = Path(os.environ.get("LINEUPS_BENCH_DATASETTE_VENV", Path(tempfile.gettempdir()) / "lineups-bench-datasette"))
-    python = venv / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "datasette==0.65.*"], check=True)
-    return [str(python), "-m", "datasette"]
-
-
-def datasette_path(params: dict, feeds: tuple[str, ...]) -> str | None:
-    """The Datasette URL of the same question over the raw records: the buyer's feeds,
-    port, country, commodity leaves, dates overlapping by eta; no merge and no
-    `latest` (Datasette has neither)."""
-    taxonomy = default_taxonomy()
-    args = [("feed_id__in", ",".join(feeds)), ("commodity__notblank", "1"), ("_size", params.get("limit", "100")),
-            ("_sort", "eta"), ("_shape", "objects")]
-    if "port" in params:
-        args.append(("port_unlocode__exact", params["port"]))
-    if "country" in params:
-        args.append(("country_name__exact", params["country"]))
-    if "commodity" in params:
-        wanted = params["commodity"].casefold()
-        leaves = [l.id for l in taxonomy.leaves if wanted in (l.name.casefold(), l.subgroup.casefold(), l.group.casefold())]
-        args.append(("commodity_leaf__in", ",".join(leaves)))
-    if "from" in params:
-        args.append(("eta__gte", params["from"]))
-    if "to" in params:
-        args.append(("eta__lte", params["to"] + " 23:59:59"))
-    return "/bench/records.json?" + urlencode(args)
-
-
-#: Datasette set up as a user who serves these questions as an API would: indexes for
-#: the filters, each with the order after it, and pages without the total count and
-#: facets that Datasette adds to every table page by default (the service's pages
-#: carry neither). Found 2026-11-29: out of the box, a question took Datasette 4-5 s
-#: at 1,000,000 demo records, nearly all of it counting and suggesting facets; with
-#: these, 0.01-0.02 s.
-TUNED_INDEXES = (("eta",), ("port_unlocode", "eta"), ("country_name", "eta"), ("commodity_leaf", "eta"), ("feed_id", "eta"))
-TUNED_ARGS = "&_nocount=1&_nofacet=1&_nosuggest=1"
-
-
-def tuned_copy(db: str, folder: Path) -> str:
-    """The raw records of `db` in a file of their own (`folder`/tuned/bench.db, so that
-    Datasette names it as the original) with `TUNED_INDEXES`."""
-    target = folder / "tuned" / Path(db).name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.unlink(missing_ok=True)
-    with contextlib.closing(sqlite3.connect(db)) as source:
-        source.execute("ATTACH DATABASE ? AS tuned", (str(target),))
-        source.execute("CREATE TABLE tuned.records AS SELECT * FROM main.records")
-        for columns in TUNED_INDEXES:
-            source.execute(f"CREATE INDEX tuned.ix_{'_'.join(columns)} ON records({', '.join(columns)})")
-        source.execute("ANALYZE tuned")
-        source.commit()
-    return str(target)
-
-
-def datasette_pass(
-    dataset: Dataset, buyers: Buyers, asks: list[tuple[str, str, dict]], folder: Path, tuned: bool = False
-) -> tuple[Pass, float]:
-    """The questions of `asks` against Datasette over the same SQLite file (read-only,
-    immutable), or with `tuned` over a copy of its records set up as `TUNED_INDEXES`
-    and `TUNED_ARGS` say; and its memory after the pass."""
-    db = dataset.db_url.removeprefix("sqlite:///")
-    if tuned:
-        db = tuned_copy(db, folder)
-    port = free_port()
-    command = [*datasette_command(folder), "serve", "-i", db, "-h", "127.0.0.1", "-p", str(port),
-               "--setting", "sql_time_limit_ms", "30000", "--setting", "num_sql_threads", "3"]
-    try:
-        with Process(command, port, folder / "datasette.log").start("/-/versions.json") as server:
-            extra = TUNED_ARGS if tuned else ""
-            paths = [(datasette_path(params, buyers.keys[name][2]) + extra, key) for name, key, params in asks]
-            result = load_pass(server.base_url, paths)
-            return result, rss_mib(server.pid)
-    finally:
-        if tuned:
-            shutil.rmtree(Path(db).parent, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- the run
@@ -490,24 +327,9 @@ def mixed_figures(dataset: Dataset, folder: Path, count: int, with_datasette: bo
     if "daily" in steps:
         figures += fresh_daily_update(dataset, runs=daily_runs)
     if with_datasette and "datasette" in steps and dataset.is_sqlite:
-        theirs, their_rss = datasette_pass(dataset, buyers, asks, folder)
-        raw.update(datasette=dataclasses.asdict(theirs), datasette_rate=theirs.rate, datasette_rss_mib=their_rss)
-        figures += [
-            Figure("datasette.rate", "Mixed workload", "Datasette 0.65 over the raw records, same questions: pages/s",
-                   "req/s", [theirs.rate]),
-            Figure("datasette.p50", "Mixed workload", "Datasette: p50 latency", "ms", [theirs.p50_ms]),
-            Figure("datasette.p99", "Mixed workload", "Datasette: p99 latency", "ms", [theirs.p99_ms]),
-            Figure("datasette.rss", "Mixed workload", "Datasette: RSS after the pass", "MiB", [their_rss]),
-        ]
-        tuned, _ = datasette_pass(dataset, buyers, asks, folder, tuned=True)
-        raw.update(datasette_tuned=dataclasses.asdict(tuned), datasette_tuned_rate=tuned.rate)
-        figures += [
-            Figure("datasette_tuned.rate", "Mixed workload",
-                   "Datasette set up as an API (indexes for the filters and eta; no count or facets per page): pages/s",
-                   "req/s", [tuned.rate]),
-            Figure("datasette_tuned.p50", "Mixed workload", "Datasette set up as an API: p50 latency", "ms", [tuned.p50_ms]),
-            Figure("datasette_tuned.p99", "Mixed workload", "Datasette set up as an API: p99 latency", "ms", [tuned.p99_ms]),
-        ]
+        from against_datasette import datasette_figures  # it imports this module
+
+        figures += datasette_figures(dataset, buyers, asks, folder, raw)
     return figures, raw
 
 
@@ -595,200 +417,6 @@ def big_ingest(dataset: Dataset, server: Process, others: list, folder: Path, ro
     ]
 
 
-def fresh_daily_update(dataset: Dataset, changes: int = 1_000, runs: int = 1) -> list[Figure]:
-    """`runs` daily updates (`daily_update`), each a different change (its `round_`)
-    in a fresh Python process, as an operator's `lineups ingest` runs: a process that
-    has built views before keeps the memory it touched, and a daily update in it ran
-    1-2 s faster at 1,000,000 records than in a new one (2026-11-27, with a 256 MiB
-    page cache: 3.1-3.9 s against 4.9-5.4 s, ~90,000 page faults fewer). The figures
-    are their median, as every figure of a run is: one update's time moved by a
-    third from one to the next on one store and machine (1.86-2.55 s in twelve,
-    2026-11-29), where the figure of record had been a single update. A
-    `concurrent.futures` worker, not a `multiprocessing.Pool`'s: the Pool's are
-    daemons, which may not start the reader `daily_update` watches with."""
-    done: list[list[Figure]] = []
-    for round_ in range(1, runs + 1):
-        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-            done.append(pool.submit(daily_update, dataset, changes, round_).result(timeout=900))
-    seen = [figures[0].values[0] for figures in done]
-    middle = done[seen.index(statistics.median_low(seen))]  # the update the note tells of
-    return [
-        dataclasses.replace(figure, values=[f[i].values[0] for f in done],
-                            note=f"{runs} updates; the median one's: {figure.note}" if runs > 1 and figure.note else figure.note)
-        for i, figure in enumerate(middle)
-    ]
-
-
-def _clock() -> float:
-    """Seconds of the machine's monotonic clock: one clock for every process."""
-    return time.clock_gettime(time.CLOCK_MONOTONIC)
-
-
-def _watch(dataset: Dataset, feed_id: str, version: int, ready, seen) -> None:
-    """A reader in a process of its own, as a server is: sets `ready`, then polls the
-    feed's data version every 5 ms and sets `seen` (`_clock`) when it is no longer
-    `version`."""
-    engine = dataset.engine()
-    try:
-        ready.set()
-        while True:
-            with engine.connect() as connection:
-                now = connection.scalar(select(Feed.data_version).where(Feed.id == feed_id))
-            if now != version:
-                seen.value = _clock()
-                return
-            time.sleep(0.005)
-    finally:
-        engine.dispose()
-
-
-def io_calls() -> tuple[int, int, int]:
-    """This process's read and write system calls so far, and the bytes its reads
-    brought from the disk (Linux's /proc/self/io; zeros elsewhere): SQLite reads and
-    writes a page a call, and on a virtual machine whose calls are dear they are much of
-    an update's time; a read of a page the kernel had paged out goes to the disk, and
-    this VM pages out what was not read for about a minute (docs/performance.md)."""
-    try:
-        fields = dict(line.split(": ", 1) for line in Path("/proc/self/io").read_text().splitlines())
-    except OSError:
-        return 0, 0, 0
-    return int(fields["syscr"]), int(fields["syscw"]), int(fields["read_bytes"])
-
-
-def daily_update(dataset: Dataset, changes: int = 1_000, round_: int = 1) -> list[Figure]:
-    """A daily update of `changes` records into one feed (half revisions, half new),
-    made beforehand (`dataset.changes`, whose `round_` makes each update a different
-    change): its transaction brings every view of the feed
-    up to date before it commits. What a buyer waits for is the time from the ingest's
-    start until another connection reads the feed's new data version (the records and
-    every view of the feed commit together); the command's own wait, until its commit
-    returns, also holds SQLite's checkpoint of the log into the database file, which
-    runs after readers already see the change. The reader is a process of its own
-    (`_watch`): as a thread of this process, its polling took the interpreter lock
-    from the upkeep (0.87 s of a 5 s update's samples, 2026-11-29)."""
-    engine = dataset.engine()
-    sessions = make_sessionmaker(engine)
-    feed_id = dataset.feed_ids[0]
-    with transaction(sessions) as session:
-        batch = dataset_changes(session, feed_id, changes, round_)
-        version = session.get(Feed, feed_id).data_version
-    context = multiprocessing.get_context("spawn")
-    ready, seen = context.Event(), context.Value("d", 0.0)
-    reader = context.Process(target=_watch, args=(dataset, feed_id, version, ready, seen), daemon=True)
-    reader.start()
-    if not ready.wait(60):
-        reader.kill()
-        raise RuntimeError("the reader that watches for the daily update did not start")
-    calls = io_calls()
-    start = _clock()
-    with transaction(sessions) as session:
-        report = ingest.upsert(session, session.get(Feed, feed_id), batch)
-        written = _clock()
-    returned = _clock()
-    reads, writes, disk = (after - before for after, before in zip(io_calls(), calls))
-    reader.join(timeout=60)
-    if reader.is_alive():
-        reader.kill()
-    engine.dispose()
-    if not seen.value:
-        raise RuntimeError("the daily update never became visible to another connection")
-    return [
-        Figure("mixed.daily", "Mixed workload",
-               f"a {changes:,}-record update: from the ingest's start until every view shows it to a reader", "s",
-               [seen.value - start], Target("<=", 2.0),
-               note=f"view upkeep {report.views_seconds:.2f} s of it ({report.views}); records and views "
-                    f"written {written - start:.2f} s, commit {returned - written:.2f} s; the process's read and "
-                    f"write system calls (SQLite's pages, the commit's checkpoint too): {reads:,} and {writes:,}; "
-                    f"read from the disk: {disk / 2**20:,.0f} MiB"),
-        Figure("mixed.daily.command", "Mixed workload", "the ingest's own wait, until its commit returns (with the checkpoint)",
-               "s", [returned - start]),
-    ]
-
-
-def write_curve(out: Path, results: list[dict]) -> None:
-    """`out` (Markdown) with a table of the mixed workload per store size, ours beside
-    Datasette's, and a chart of latency and memory against store size beside it."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    def value(result: dict, figure_id: str) -> float | None:
-        return next((statistics.median(f["values"]) for f in result["figures"] if f["id"] == figure_id and f["values"]), None)
-
-    sizes = [r["raw"]["records"] for r in results]
-    charted = any(value(r, "mixed.p50") is not None for r in results)  # not when the load step was left out
-    if charted:
-        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-        for figure_id, label, style in (("mixed.p50", "lineups p50", "o-"), ("mixed.p99", "lineups p99", "o--"),
-                                        ("datasette.p50", "Datasette p50", "s-"), ("datasette.p99", "Datasette p99", "s--")):
-            points = [(n, value(r, figure_id)) for n, r in zip(sizes, results) if value(r, figure_id) is not None]
-            if points:
-                left.plot(*zip(*points), style, label=label)
-        left.axhline(250, color="grey", linestyle=":", label="p99 target, 250 ms")
-        left.set(xscale="log", yscale="log", xlabel="records in the store", ylabel="ms", title="Distinct first pages: latency")
-        left.legend(fontsize=8)
-        for figure_id, label, style in (("mixed.rss", "lineups serve", "o-"), ("datasette.rss", "Datasette", "s-")):
-            points = [(n, value(r, figure_id)) for n, r in zip(sizes, results) if value(r, figure_id) is not None]
-            if points:
-                right.plot(*zip(*points), style, label=label)
-        right.axhline(600 * 10**6 / 2**20, color="grey", linestyle=":", label="target, 600 MB")
-        right.set(xscale="log", xlabel="records in the store", ylabel="MiB", title="Server memory after the pass")
-        right.set_ylim(bottom=0)
-        right.legend(fontsize=8)
-        for axis in (left, right):  # the measured sizes, not a log scale's crowded minor ticks
-            axis.set_xticks(sizes, [f"{n / 1e6:g}M" if n >= 1e6 else f"{n / 1e3:g}k" for n in sizes])
-            axis.minorticks_off()
-        fig.tight_layout()
-        fig.savefig(out.with_suffix(".png"), dpi=110)
-        plt.close(fig)
-    rows = []
-    for figure_id, label in (("mixed.rate", "lineups: distinct pages/s (target ≥ 150)"), ("mixed.p50", "lineups: p50 ms"),
-                             ("mixed.p99", "lineups: p99 ms (target ≤ 250)"), ("mixed.rss", "lineups: server RSS MiB (≤ 600)"),
-                             ("datasette.rate", "Datasette: pages/s"), ("datasette.p50", "Datasette: p50 ms"),
-                             ("datasette.p99", "Datasette: p99 ms"), ("datasette.rss", "Datasette: RSS MiB"),
-                             ("datasette_tuned.rate", "Datasette set up as an API: pages/s"),
-                             ("datasette_tuned.p50", "Datasette set up as an API: p50 ms"),
-                             ("datasette_tuned.p99", "Datasette set up as an API: p99 ms"),
-                             ("mixed.views", "building 7 buyers' views, s"), ("mixed.view_bytes", "bytes per kept row"),
-                             ("mixed.startup", "fresh server: /healthz after, s (≤ 2)"),
-                             ("mixed.first_page", "then slowest first page, s (≤ 2)"),
-                             ("mixed.subscription", "subscription change: that buyer's slowest page, s (≤ 3)"),
-                             ("mixed.subscription.command", "the command (views built, then the change), s"),
-                             ("mixed.subscription.others", "meanwhile others' slowest page, ms"),
-                             ("mixed.subscription.delay", "meanwhile the most another buyer's page was delayed, ms (≤ 200)"),
-                             ("mixed.ingest", "100,000-record ingest under load, rows/s"),
-                             ("mixed.ingest.others", "meanwhile others' slowest page, ms"),
-                             ("mixed.ingest.delay", "meanwhile the most another buyer's page was delayed, ms (≤ 200)"),
-                             ("mixed.daily", "1,000-record update: from its start until a reader sees it in every view, s (≤ 2)"),
-                             ("mixed.daily.command", "the update's own wait, until its commit returns, s")):
-        cells = [value(r, figure_id) for r in results]
-        if all(c is None for c in cells):
-            continue  # a step left out (--steps)
-        rows.append(f"| {label} | " + " | ".join("—" if c is None else f"{c:,.1f}" for c in cells) + " |")
-    steps = sorted({step for r in results for step in r.get("steps", STEPS)}, key=STEPS.index)
-    only = "" if len(steps) == len(STEPS) else " --steps " + " ".join(steps) + f" --out {out}"
-    on_pg = any(r.get("store") == "postgresql" for r in results)
-    own = next((r["postgresql"] for r in results if "postgresql" in r), None)
-    out.write_text("\n".join([
-        "# The mixed workload at several store sizes" + (", on PostgreSQL" if on_pg else ""),
-        "",
-        f"Written by `.venv/bin/python bench/mixed.py --records 250000 1000000{(' --own-pg' if own else ' --pg URL') if on_pg else ''}{only} …` (see `bench/mixed.py` for what it",
-        "does; `--keep-other-sizes` adds a size to the sizes measured before). **Measured:** "
-        + "; ".join(f"{r['raw']['records']:,} records at {r.get('measured_at', '?')}" for r in results)
-        + f". **Machine:** {results[-1].get('machine', '?')}." + (f" **PostgreSQL:** {own}." if own else ""),
-        "",
-        "| figure | " + " | ".join(f"{n:,} records" for n in sizes) + " |",
-        "|---|" + "--:|" * len(sizes),
-        *rows,
-        "",
-        *([f"![Latency and memory against store size, beside Datasette]({out.with_suffix('.png').name})", ""]
-          if charted else []),
-        "PostgreSQL with one and two server processes (`bench/scaling.py`): benchmarks-scaling.md.",
-        "",
-    ]), encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     import argparse
 
@@ -822,6 +450,7 @@ def run_sizes(args, pg_url: str | None, kept: list[dict]) -> None:  # pragma: no
     import datetime as dt
 
     from dataset import build_store
+    from mixed_report import write_curve  # it imports this module
     from run import machine
 
     results = []

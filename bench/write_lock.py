@@ -20,7 +20,6 @@ import json
 import sqlite3
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 

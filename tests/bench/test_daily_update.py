@@ -1,4 +1,4 @@
-"""The benchmark's daily update (`bench/mixed.py`, issue 15): its figure is the median
+"""The benchmark's daily update (`bench/daily.py`, a step of `bench/mixed.py`, issue 15): its figure is the median
 of several updates, each in a fresh process and each a different change of the store,
 so that one slow or fast update, or the same change asked again, cannot make it."""
 
@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "bench")]
 
+import daily  # noqa: E402
 import dataset as bench_dataset  # noqa: E402
 import mixed  # noqa: E402
 
@@ -32,7 +33,7 @@ def test_the_daily_update_figure_is_the_median_of_different_changes(tmp_path):
         version = session.get(Feed, feed_id).data_version
         records = session.scalar(select(func.count()).select_from(Record).where(Record.feed_id == feed_id))
 
-    seen, command = mixed.fresh_daily_update(store, changes=40, runs=2)
+    seen, command = daily.fresh_daily_update(store, changes=40, runs=2)
 
     assert seen.id == "mixed.daily" and len(seen.values) == 2 and all(v > 0 for v in seen.values)
     assert command.id == "mixed.daily.command" and len(command.values) == 2
