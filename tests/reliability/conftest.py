@@ -67,3 +67,11 @@ def soak():
     import soak as module
 
     return module
+
+
+@pytest.fixture
+def soak_exports():
+    """The soak's concurrent-exports check (bench/soak_exports.py)."""
+    import soak_exports as module
+
+    return module

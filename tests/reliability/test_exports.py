@@ -10,7 +10,7 @@ ceiling. Each export is read by its own `curl`, so that reading the sheets does 
 slow the probe down in this process. The first export of each link, which merges
 the feeds into the process's cache, is made before the window (and timed).
 
-The speed target (p99 under 100 ms, `bench/soak.py`'s `EXPORT_PROBE_P99_TARGET_MS`)
+The speed target (p99 under 100 ms, `bench/soak_exports.py`'s `EXPORT_PROBE_P99_TARGET_MS`)
 is judged by the benchmark, not here: a busy shared machine must not fail the
 suite. This test asserts behaviour: every probe answered 200 with the right body,
 none slower than `PROBE_BOUND_S`, and the exports complete.
@@ -31,18 +31,18 @@ WINDOW_S = seconds_setting("LINEUPS_EXPORT_SECONDS", 8)
 PROBE_BOUND_S = 2.0
 
 
-def test_sources_keeps_answering_while_five_exports_stream(demo_store, served, sessions, store_settings, soak):
+def test_sources_keeps_answering_while_five_exports_stream(demo_store, served, sessions, store_settings, soak_exports):
     demo = demo_store(RECORDS)
     server = served(demo["env"], "--per-process-limits", processes=2)
-    urls, keys = soak.export_links(sessions, (SECRET,), server.base_url, 5)
+    urls, keys = soak_exports.export_links(sessions, (SECRET,), server.base_url, 5)
     expected = requests.get(f"{server.base_url}/v1/sources", headers={"X-API-Key": keys[0]}, timeout=30).json()
 
     began = time.monotonic()
-    rows = [soak.requests_rows(url) for url in urls]  # each worker merges once
+    rows = [soak_exports.requests_rows(url) for url in urls]  # each worker merges once
     first_exports_s = time.monotonic() - began
     assert len(set(rows)) == 1 and rows[0] > 0.7 * RECORDS, rows
 
-    result = soak.export_window(server.base_url, urls, WINDOW_S, keys)
+    result = soak_exports.export_window(server.base_url, urls, WINDOW_S, keys)
     result.update(rows_per_export=rows[0], first_five_exports_s=round(first_exports_s, 2))
     print("\n" + json.dumps(result, indent=1))
 
