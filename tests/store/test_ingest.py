@@ -674,7 +674,7 @@ def test_an_ingest_writes_with_a_page_cache_for_its_size_and_gives_its_connectio
     memory costs a new process its first touch); the connection goes back to the
     pool with the default, so that a server's pooled connections stay small."""
     from store.database.db import create_schema, make_engine, make_sessionmaker, transaction
-    from store.views import changelog, upkeep
+    from store.views import upkeep
 
     if large:  # a file of more rows than BY_REF
         monkeypatch.setattr(ingest, "BY_REF", 0)
@@ -753,7 +753,7 @@ def test_a_new_record_notes_a_name_link_only_when_the_feed_did_not_carry_it(sess
     name-only records); a new call of a vessel the feed already names so notes only
     its own (vessel, port) pair, so that a daily update stays small."""
     from store.merging.resolve import name_key
-    from store.views import changelog, upkeep
+    from store.views import changelog
 
     noted = []
     original = changelog.note_changes

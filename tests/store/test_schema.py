@@ -130,7 +130,7 @@ def test_upgrading_through_the_index_rebuild_keeps_the_planners_statistics(store
     from store.database.db import transaction
     from store.database.migrate import upgrade
     from store.intake import demo
-    from store.views import builds, upkeep
+    from store.views import builds
 
     engine, sessions = _sqlite_store_at(store_settings, "0008", "PostgreSQL keeps its planner statistics per column, not per index")
     with transaction(sessions) as session:
