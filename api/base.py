@@ -81,6 +81,7 @@ class BaseHandler(RequestHandler):
         if not hasattr(self, "request_id"):
             self.request_id = new_request_id()
         self.set_header("X-Request-Id", self.request_id)
+        self.set_header("X-Content-Type-Options", "nosniff")  # a body is what its type says (issue 45 item 2)
         if self.requires_key:  # licensed data: no shared cache keeps it (issue 16 item 10)
             self.set_header("Cache-Control", KEYED_CACHE_CONTROL)
         hit: Hit | None = getattr(self, "rate_hit", None)

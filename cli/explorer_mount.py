@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Callable
 from tornado.httputil import HTTPServerConnectionDelegate
 from tornado.web import Application, RequestHandler
 
+from explorer.headers import ExplorerHeaders
+
 if TYPE_CHECKING:
     from api.server import DrainingServer
     from explorer.app import ExplorerApp
@@ -44,6 +46,7 @@ class ExplorerMount(HTTPServerConnectionDelegate):
         self._asked = asyncio.Event()  # someone opened /explorer before it was mounted
         self._closing = False
         self._target = Application([(r".*", ExplorerStarting, {"asked": self._asked})], log_function=log_function)
+        self._target.add_transform(ExplorerHeaders)
 
     def start_request(self, server_conn, request_conn):
         return self._target.start_request(server_conn, request_conn)

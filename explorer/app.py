@@ -34,10 +34,11 @@ from panel.io.application import build_applications
 from panel.io.server import DIST_DIR, INDEX_HTML
 from panel.io.server import WSHandler as PanelWSHandler
 from tornado.ioloop import IOLoop
-from tornado.web import RequestHandler
+from tornado.web import RequestHandler, StaticFileHandler
 
 from explorer.auth import APP_PATH, CookieCodec, ExplorerAuth, LoginHandler, LogoutHandler, SignInLimiter
 from explorer import ROUTE, charts
+from explorer.headers import ExplorerHeaders
 from explorer.session import Account, ExplorerContext, SessionLost, off_loop
 from explorer.state import empty_rows
 from store.errors import NotFound
@@ -189,13 +190,18 @@ class ExplorerApp:
             prefix=APP_PATH,
             extra_websocket_origins=create_hosts_allowlist(list(websocket_origins), None),
             auth_provider=ExplorerAuth(context.sessions, codec, context.book.is_live),
-            extra_patterns=[("/login", LoginHandler, page_args), ("/logout", LogoutHandler, page_args)],
+            extra_patterns=[
+                ("/login", LoginHandler, page_args), ("/logout", LogoutHandler, page_args),
+                # The page asks for its icon under the prefix; Bokeh serves it at the root only.
+                (r"/(favicon\.ico)", StaticFileHandler, {"path": str(DIST_DIR / "images")}),
+            ],
             index=INDEX_HTML,
             ico_path=str(DIST_DIR / "images" / "favicon.ico"),
             secret_key=_session_key(context.secrets[0]),
             sign_sessions=True,
             default_handler_class=NotFoundHandler,
         )
+        self.tornado.add_transform(ExplorerHeaders)
         self._check_origins(exact_origins(context.base_url, websocket_origins))
         self._started = False
 

@@ -293,6 +293,7 @@ _LOGIN_TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Sign in · Lineups explorer</title>
+<link rel="icon" href="favicon.ico">
 <style>
  body {{ font-family: system-ui, sans-serif; background: #f4f6f8; margin: 0; }}
  main {{ max-width: 26rem; margin: 12vh auto; background: #fff; padding: 2rem 2.2rem;

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 import panel as pn
 
+from explorer.markup import html_text, md
 from store.intake.normalize import vessel_name_key
 from store.fields import RECORD_FIELDS
 
@@ -100,7 +101,7 @@ def resolution_lines(explained: dict[str, Any]) -> list[str]:
 
 
 def resolutions_html(lines: list[str]) -> str:
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    items = "".join(f"<li>{html_text(line)}</li>" for line in lines)
     return f"<div class='resolved'>Merged as one call: <ul>{items}</ul></div>"
 
 
@@ -177,7 +178,7 @@ def _from_text(suppliers: list[dict[str, Any]]) -> str:
 
 
 def provenance_html(lines: list[dict[str, Any]]) -> str:
-    e = html.escape
+    e = html_text
     body = []
     for line in lines:
         froms = "<br>".join(
@@ -190,8 +191,8 @@ def provenance_html(lines: list[dict[str, Any]]) -> str:
         )
         rule = f"<span class='rule'>{e(line['rule'])}</span>" if line["rule"] else ""
         body.append(
-            f"<tr data-field='{e(line['field'])}'><th scope='row'>{e(line['label'])}{rule}</th>"
-            f"<td class='value'>{e(line['value']) or '<i>blank</i>'}{others}</td><td class='from'>{froms}</td></tr>"
+            f"<tr data-field='{html.escape(line['field'])}'><th scope='row'>{e(line['label'])}{rule}</th>"
+            f"<td class='value'>{e(line['value']) if line['value'] else '<i>blank</i>'}{others}</td><td class='from'>{froms}</td></tr>"
         )
     return (
         "<table class='provenance'><colgroup><col class='field'><col class='value'><col class='from'></colgroup>"
@@ -221,7 +222,7 @@ def eta_frame(eta: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def eta_html(eta: list[dict[str, Any]]) -> str:
-    e = html.escape
+    e = html_text
     rows = "".join(
         f"<tr><th scope='row'>{e(r['feed'])} <span class='when'>record {e(str(r['ref']))}</span></th>"
         f"<td>{e(r['etas'])}</td><td>{_hours(r['slip_hours'])}</td></tr>"
@@ -254,21 +255,22 @@ def detail_view(detail: dict[str, Any] | None) -> pn.viewable.Viewable:
     if detail is None:
         return pn.pane.Markdown("*Select a row (click it, or Enter) to see who reported what.*", css_classes=["detail-hint"])
     if "error" in detail:
-        return pn.pane.Alert(detail["error"], alert_type="warning", css_classes=["detail-error"])
+        return pn.pane.Alert(md(detail["error"]), alert_type="warning", css_classes=["detail-error"])
     explained = detail["explain"]
     fields = {name: info.get("value") for name, info in explained.get("fields", {}).items()}
     records = explained.get("records", [])
     lines = provenance_lines(explained)
-    title = (
-        f"### {fields.get('vessel_name') or fields.get('vessel_imo') or 'Vessel'} at "
-        f"{fields.get('port_name') or fields.get('port_unlocode')} · "
-        f"{fields.get('commodity_normalized') or fields.get('commodity')}"
+    title = pn.pane.Markdown(
+        f"### {md(fields.get('vessel_name') or fields.get('vessel_imo') or 'Vessel')} at "
+        f"{md(fields.get('port_name') or fields.get('port_unlocode'))} · "
+        f"{md(fields.get('commodity_normalized') or fields.get('commodity'))}",
+        css_classes=["detail-title"],
     )
     feeds = sorted({r.get("source_name") or "?" for r in records})
     differing = sum(bool(line["others"]) for line in lines)
     facts = (
         f"Reported by **{len(records)} record{'s' if len(records) != 1 else ''}** from "
-        f"{', '.join(feeds)}{' (each feed on its own row)' if explained.get('merge') == 'by_source' else ''}. "
+        f"{', '.join(md(feed) for feed in feeds)}{' (each feed on its own row)' if explained.get('merge') == 'by_source' else ''}. "
         + (f"The feeds disagree on **{differing} field{'s' if differing != 1 else ''}** (in red)." if differing
            else "The feeds agree on every field they report.")
     )
@@ -278,7 +280,7 @@ def detail_view(detail: dict[str, Any] | None) -> pn.viewable.Viewable:
         parts.append(pn.pane.HTML(resolutions_html(resolved), stylesheets=[DETAIL_CSS], sizing_mode="stretch_width",
                                   css_classes=["resolutions-note"]))
     if detail.get("duplicate"):
-        parts.append(pn.pane.HTML(f"<div class='duplicate'>⚠ This row is a {html.escape(detail['duplicate'])}.</div>",
+        parts.append(pn.pane.HTML(f"<div class='duplicate'>⚠ This row is a {html_text(detail['duplicate'])}.</div>",
                                   stylesheets=[DETAIL_CSS], sizing_mode="stretch_width", css_classes=["duplicate-note"]))
     parts += [
         pn.pane.HTML(provenance_html(lines), stylesheets=[DETAIL_CSS], sizing_mode="stretch_width",

@@ -15,6 +15,7 @@ import param
 from panel.viewable import Viewer
 
 from explorer.auth import LOGOUT_PATH
+from explorer.markup import html_text, md
 from explorer.session import Account
 from explorer.feeds import FeedsModel
 from explorer.shares import SharesModel
@@ -122,7 +123,7 @@ class Explorer(Viewer):
             location.reload = True
 
     def _header(self) -> pn.pane.HTML:
-        name = html.escape(self.account.buyer_name)
+        name = html_text(self.account.buyer_name)
         logout = f'<a href="{html.escape(self.logout_url)}" class="logout">Log out</a>' if self.logout_url else ""
         return pn.pane.HTML(
             f'<div class="bar"><h1>Lineups explorer</h1><div class="who">Signed in as <b>{name}</b>'
@@ -134,7 +135,7 @@ class Explorer(Viewer):
     def _notice(self):
         if not self.notice:
             return pn.Spacer(height=0)
-        return pn.pane.Alert(self.notice, alert_type="warning", css_classes=["address-notice"])
+        return pn.pane.Alert(md(self.notice), alert_type="warning", css_classes=["address-notice"])
 
     def __panel__(self):
         banner = [self._banner] if self._banner else []

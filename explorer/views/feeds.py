@@ -13,6 +13,7 @@ from panel.viewable import Viewer
 
 from explorer.charts import bar_chart
 from explorer.feeds import FeedsModel
+from explorer.markup import html_text, md
 from explorer.views.detail import field_label
 
 #: Fields a feed does not report (the service makes them), left out of coverage.
@@ -61,15 +62,15 @@ def freshness(updated_at: str | None, now: dt.datetime | None = None) -> str:
 
 
 def feed_card(feed: dict, coverage: pd.DataFrame) -> pn.Card:
-    ports = ", ".join(f"{p['name']} ({p['unlocode']}, {p['country_name']})" for p in feed["ports"])
+    ports = ", ".join(f"{md(p['name'])} ({md(p['unlocode'])}, {md(p['country_name'])})" for p in feed["ports"])
     ratings = " · ".join(f"{label}: {stars(feed.get(key))}" for key, label in RATINGS)
     status = feed["subscription_status"]
     color = "#2e7d32" if status == "active" else "#b26a00"
-    badge = f'<span style="color:#fff;background:{color};padding:1px 8px;border-radius:9px">{status}</span>'
+    badge = f'<span style="color:#fff;background:{color};padding:1px 8px;border-radius:9px">{html_text(status)}</span>'
     facts = pn.pane.Markdown(
         f"**Subscription:** {badge}  \n"
         f"**Ports:** {ports}  \n"
-        f"**Updates:** {feed.get('frequency') or 'not stated'} · **Type:** {feed.get('feed_type') or 'not stated'}  \n"
+        f"**Updates:** {md(feed.get('frequency') or 'not stated')} · **Type:** {md(feed.get('feed_type') or 'not stated')}  \n"
         f"**Ratings:** {ratings}  \n"
         f"**Records:** {feed['record_count']:,} · **{freshness(feed.get('updated_at'))}**",
         sizing_mode="stretch_width",
@@ -77,7 +78,7 @@ def feed_card(feed: dict, coverage: pd.DataFrame) -> pn.Card:
     return pn.Card(
         facts,
         pn.pane.Bokeh(coverage_chart(coverage, feed["name"]), sizing_mode="stretch_width"),
-        title=f"{feed['name']} — {status}",
+        title=f"{html_text(feed['name'])} — {html_text(status)}",
         sizing_mode="stretch_width", collapsed=False, css_classes=["feed-card"],
     )
 

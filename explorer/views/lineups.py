@@ -10,6 +10,7 @@ from panel.viewable import Viewer
 
 from explorer import charts
 from explorer.filters import today
+from explorer.markup import md
 from explorer.state import COLUMN_TITLES, LineupsModel
 from explorer.views.detail import detail_view
 from explorer.views.widgets import CommodityPicker, DateInput
@@ -117,7 +118,7 @@ class LineupsView(Viewer):
         self._table.param.watch(self._select, "selection")
         self._count = pn.pane.Markdown(self._count_text, css_classes=["row-count"], margin=(5, 10))
         self._error = pn.pane.Alert(
-            model.param.error, alert_type="danger", visible=model.param.error.rx.bool(), css_classes=["query-error"],
+            model.param.error.rx.pipe(md), alert_type="danger", visible=model.param.error.rx.bool(), css_classes=["query-error"],
         )
         self._pager = pn.Row(
             pn.widgets.Button.from_param(model.param.previous_page, width=100, css_classes=["previous-page"]),
@@ -197,25 +198,25 @@ class LineupsView(Viewer):
         count = model.row_count
         if not count:
             return (
-                f"**No lineups match** · {model.described}  \n"
+                f"**No lineups match** · {md(model.described)}  \n"
                 "Try a wider date range, another port or commodity, or *Reset filters*."
             )
         flagged = len(model.duplicates)
         note = f" · ⚠ {flagged:,} on this page look like a duplicate of another row (click one to see why)" if flagged else ""
         loading = " · *updating…*" if model.busy else ""
-        return f"**{count:,} row{'s' if count != 1 else ''}** · {model.described}{note}{loading}"
+        return f"**{count:,} row{'s' if count != 1 else ''}** · {md(model.described)}{note}{loading}"
 
     @param.depends("model.left_out", "model.charting", "model.charts_problem")
     def _left_out_text(self) -> str:
         model = self.model
         if model.charts_problem:
-            return f"**{model.charts_problem}**"
+            return f"**{md(model.charts_problem)}**"
         if model.charting:
             return "*Charts updating…*"
         left = model.left_out
         if not left:
             return ""
-        parts = ", ".join(f"{n:,} in {'barrels' if unit == 'BBL' else unit}" for unit, n in left.items())
+        parts = ", ".join(f"{n:,} in {'barrels' if unit == 'BBL' else md(unit)}" for unit, n in left.items())
         return f"Not in this chart (not in tonnes): {parts}."
 
     @param.depends("model.busy", watch=True)

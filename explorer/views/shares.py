@@ -10,6 +10,7 @@ import param
 from panel.links import Callback
 from panel.viewable import Viewer
 
+from explorer.markup import md
 from explorer.shares import SharesModel
 
 #: Copies the text of `source` (a TextInput); falls back to a hidden textarea where
@@ -104,7 +105,7 @@ class SharesView(Viewer):
             visible=created.rx.not_(), css_classes=["link-hint"],
         )
         self._created = pn.Column(
-            pn.pane.Markdown(model.param.created_summary.rx.pipe(lambda text: f"**Link:** {text}"), css_classes=["created-link"]),
+            pn.pane.Markdown(model.param.created_summary.rx.pipe(lambda text: f"**Link:** {md(text)}"), css_classes=["created-link"]),
             pn.Row(self._url, copy_button(self._url, "Copy URL"), sizing_mode="stretch_width"),
             pn.Row(self._formula, copy_button(self._formula, "Copy formula"), sizing_mode="stretch_width"),
             pn.pane.Markdown(
@@ -129,16 +130,16 @@ class SharesView(Viewer):
     @param.depends("model.filters.param")
     def _current(self):
         return pn.pane.Markdown(
-            f"**Current filters:** {self.model.filters.describe(self.model.account.feed_names)}",
+            f"**Current filters:** {md(self.model.filters.describe(self.model.account.feed_names))}",
             css_classes=["current-filters"],
         )
 
     @param.depends("model.error", "model.notice")
     def _messages(self):
         if self.model.error:
-            return pn.pane.Alert(self.model.error, alert_type="warning", css_classes=["share-error"])
+            return pn.pane.Alert(md(self.model.error), alert_type="warning", css_classes=["share-error"])
         if self.model.notice:
-            return pn.pane.Alert(self.model.notice, alert_type="success", css_classes=["share-notice"])
+            return pn.pane.Alert(md(self.model.notice), alert_type="success", css_classes=["share-notice"])
         return pn.Spacer(height=0)
 
     @param.depends("model.pending_revoke")
@@ -147,7 +148,7 @@ class SharesView(Viewer):
             return pn.Spacer(height=0)
         return pn.Column(
             pn.pane.Alert(
-                f"**Revoke this link?** {self.model.pending_summary()}. Spreadsheets and scripts using "
+                f"**Revoke this link?** {md(self.model.pending_summary())}. Spreadsheets and scripts using "
                 "this link will stop updating. This cannot be undone.",
                 alert_type="warning",
             ),
@@ -166,7 +167,9 @@ class SharesView(Viewer):
             self._messages,
             self._hint,
             self._created,
-            pn.layout.Divider(),
+            # A rule of its own: Panel's Divider asks its stylesheet of Panel's CDN, which the
+            # explorer's policy (explorer.headers) refuses and a closed network cannot reach.
+            pn.pane.HTML("<hr style='border: 0; border-top: 1px solid #e3e7eb'>", sizing_mode="stretch_width"),
             pn.Row("### Your links", pn.widgets.Checkbox.from_param(self.model.param.show_revoked, margin=(22, 20), css_classes=["show-revoked"])),
             self._confirmation,
             self._links,
