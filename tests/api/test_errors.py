@@ -149,3 +149,20 @@ def test_request_ids_of_a_forked_server_process_are_its_own():
     child_id = os.read(reader, 64).decode()
     assert len(child_id) == 32 and int(child_id, 16) >= 0
     assert child_id[:16] != parent[0][:16]
+
+
+def test_every_response_says_its_type_is_not_to_be_sniffed(tiny_api):
+    """A body is what its Content-Type says, for data, errors and documents alike
+    (issue 45 item 2): a browser never reads a CSV or an error as HTML."""
+    for response in (
+        tiny_api.get("/v1/sources"),
+        tiny_api.get("/v1/lineups", params={"format": "csv"}),
+        tiny_api.get("/v1/sources", key=None),
+        tiny_api.get("/v1/nothing"),
+        tiny_api.get("/v1/lineups", params={"limit": "0"}),
+        tiny_api.get("/v1/share/not-a-token", key=None),
+        tiny_api.get("/healthz", key=None),
+        tiny_api.get("/v1/openapi.json", key=None),
+        tiny_api.request("POST", "/v1/lineups"),
+    ):
+        assert response.headers["X-Content-Type-Options"] == "nosniff", (response.url, response.status_code)
