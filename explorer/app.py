@@ -36,7 +36,10 @@ from panel.io.server import WSHandler as PanelWSHandler
 from tornado.ioloop import IOLoop
 from tornado.web import RequestHandler, StaticFileHandler
 
-from explorer.auth import APP_PATH, CookieCodec, ExplorerAuth, LoginHandler, LogoutHandler, SignInLimiter
+from explorer.auth import (
+    APP_PATH, TOKEN_EXCLUDED_HEADERS, CookieCodec, ExplorerAuth, IdentityInToken, LoginHandler, LogoutHandler,
+    SignInLimiter, identity_of_token,
+)
 from explorer import ROUTE, charts
 from explorer.headers import ExplorerHeaders
 from explorer.session import Account, ExplorerContext, SessionLost, off_loop
@@ -56,7 +59,7 @@ def explorer_page(context: ExplorerContext) -> pn.viewable.Viewable:
     up (never on the event loop), and the explorer then takes the notice's place.
     The connection banner comes with the first document, so that its code (which
     keeps tables in step with their data) is loaded before the explorer's tables."""
-    identity = CookieCodec(context.secrets).from_cookies(pn.state.cookies)
+    identity = identity_of_token(pn.state.curdoc.session_context.token_payload)
     if identity is None:
         return _session_ended()
     banner = ConnectionBanner()
@@ -185,6 +188,8 @@ class ExplorerApp:
             return explorer_page(context)
 
         applications = build_applications({"/": page}, title=TITLE)
+        for application in applications.values():
+            application.add(IdentityInToken(codec))
         self.tornado = BokehTornado(
             applications,
             prefix=APP_PATH,
@@ -199,6 +204,10 @@ class ExplorerApp:
             ico_path=str(DIST_DIR / "images" / "favicon.ico"),
             secret_key=_session_key(context.secrets[0]),
             sign_sessions=True,
+            # The page embeds the session token: no cookie and no credential in it
+            # (issue 49 item 1); the identity comes from `IdentityInToken`.
+            include_cookies=[],
+            exclude_headers=TOKEN_EXCLUDED_HEADERS,
             default_handler_class=NotFoundHandler,
         )
         self.tornado.add_transform(ExplorerHeaders)

@@ -30,6 +30,7 @@ import secrets
 from typing import Any, Callable, Mapping, Protocol
 from urllib.parse import quote, urlsplit
 
+from bokeh.application.handlers.handler import Handler
 from bokeh.server.auth_provider import AuthProvider
 from sqlalchemy.orm import Session, sessionmaker
 from tornado.ioloop import IOLoop
@@ -45,6 +46,11 @@ APP_PATH = "/explorer"
 LOGIN_PATH = "/explorer/login"
 LOGOUT_PATH = "/explorer/logout"
 COOKIE = "lineups_explorer"
+#: The key of the signed-in identity in a Bokeh session's token (`IdentityInToken`).
+TOKEN_IDENTITY = "lineups_identity"
+#: Request headers never copied into a Bokeh session's token (page script reads the
+#: token): the cookies, and any credential a client or proxy sends (issue 49 item 1).
+TOKEN_EXCLUDED_HEADERS = ["Cookie", "Authorization", "Proxy-Authorization", "X-Api-Key"]
 #: How long a signed session cookie stays valid, whatever the browser keeps.
 MAX_AGE_DAYS = 7
 
@@ -88,11 +94,6 @@ class CookieCodec:
             if raw is not None:
                 return Identity.parse(raw.decode("utf-8", "replace"))
         return None
-
-    def from_cookies(self, cookies: Mapping) -> Identity | None:
-        """The identity in a mapping of cookies (plain strings or `Morsel`s)."""
-        value = cookies.get(COOKIE)
-        return self.decode(getattr(value, "value", value))
 
 
 def login(session: Session, key: str) -> Identity:
@@ -168,6 +169,37 @@ class ExplorerAuth(AuthProvider):
         # /explorer or /explorer/; Bokeh's own handlers join it to the prefix. "/.."
         # resolves to /explorer/login from either page and for either joining rule.
         return "/.." + LOGIN_PATH
+
+
+class IdentityInToken(Handler):
+    """Puts the signed-in identity, never the cookie, into each Bokeh session's token.
+
+    Bokeh copies the request's cookies and headers into the session token that the
+    page embeds, where page script can read it: the HttpOnly session cookie would be
+    readable, and a lifted copy would open the explorer elsewhere (issue 49 item 1).
+    `ExplorerApp` has Bokeh copy no cookie and none of `TOKEN_EXCLUDED_HEADERS`; this
+    handler adds the identity of the request's cookie (`buyer_id key_id session_id`,
+    which signs nothing and opens nothing by itself) under `TOKEN_IDENTITY`, where
+    `identity_of_token` finds it. Bokeh signs the token, so the page cannot alter it;
+    the websocket's own cookie is checked again by `ExplorerAuth` on the handshake."""
+
+    def __init__(self, codec: CookieCodec):
+        super().__init__()
+        self._codec = codec
+
+    def modify_document(self, doc) -> None:
+        """Nothing: the page's document is the app's (`explorer.app.explorer_page`)."""
+
+    def process_request(self, request) -> dict[str, str]:
+        morsel = request.cookies.get(COOKIE)
+        identity = self._codec.decode(morsel.value if morsel is not None else None)
+        return {TOKEN_IDENTITY: identity.text()} if identity is not None else {}
+
+
+def identity_of_token(payload: Mapping) -> Identity | None:
+    """The identity `IdentityInToken` put into a session token's payload, if any."""
+    text = payload.get(TOKEN_IDENTITY)
+    return Identity.parse(text) if isinstance(text, str) else None
 
 
 class SignInLimiter(Protocol):
