@@ -18,6 +18,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import logging
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
@@ -38,6 +41,11 @@ from store.reference.taxonomy import Taxonomy, default_taxonomy
 
 
 T = TypeVar("T")
+log = logging.getLogger("lineups.explorer")
+#: Seconds before an ended sign-in that the store refused is written again (doubling
+#: up to `RETRY_MAX_S` while the store stays busy or away).
+RETRY_S = 1.0
+RETRY_MAX_S = 30.0
 
 #: The threads that run the explorer's store work (a few: the API keeps the loop's
 #: default executor for its own).
@@ -53,22 +61,77 @@ class SessionBook:
     """The explorer's sign-ins that a logout ended (issue 17, item 5), kept in the
     store (`store.access.signins`): a session cookie names its sign-in by a random
     id; logging out records it, and every request and action asks `is_live`, in any
-    server process, after a restart too. Both block on the store: call them off the
+    server process, after a restart too.
+
+    `end` never waits for the store, so a logout can run on the event loop while a
+    writer holds the store (issue 49 item 2: it used to freeze the whole process for
+    SQLite's 30 s busy timeout, then fail with the session still valid). The ended id
+    is remembered at once, so this process refuses the cookie from then on, and one
+    background thread writes it when the store allows, trying again every
+    `retry_s` (doubling up to `RETRY_MAX_S`) while it cannot; once written it is
+    forgotten here (the store has it). `is_live` blocks on the store: call it off the
     event loop."""
 
-    def __init__(self, sessions: sessionmaker[Session], max_age_s: float = auth.MAX_AGE_DAYS * 86_400):
+    def __init__(
+        self, sessions: sessionmaker[Session], max_age_s: float = auth.MAX_AGE_DAYS * 86_400, retry_s: float = RETRY_S,
+    ):
         self._sessions = sessions
         self._keep = dt.timedelta(seconds=max_age_s)
+        self._retry_s = retry_s
+        self._lock = threading.Lock()
+        self._written = threading.Condition(self._lock)
+        self._unwritten: set[str] = set()  # ended here, not yet in the store
+        self._writing = False
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer-logouts")
 
     def end(self, session_id: str) -> None:
-        """Record that the sign-in `session_id` has ended."""
-        with transaction(self._sessions) as session:
-            signins.end(session, session_id, self._keep)
+        """End the sign-in `session_id`: at once in this process, in the store as
+        soon as it allows. Never blocks (safe on the event loop)."""
+        with self._lock:
+            self._unwritten.add(session_id)
+            if self._writing:
+                return
+            self._writing = True
+        self._writer.submit(self._write_ended)
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until every sign-in ended before this call is in the store (for tests
+        and a clean stop); False when that did not happen within `timeout` seconds."""
+        with self._written:
+            return self._written.wait_for(lambda: not self._unwritten, timeout)
 
     def is_live(self, session_id: str) -> bool:
-        """False once `session_id` was ended."""
+        """False once `session_id` was ended (here, or in the store by any process)."""
+        with self._lock:
+            if session_id in self._unwritten:
+                return False
         with transaction(self._sessions) as session:
             return not signins.has_ended(session, session_id)
+
+    def _write_ended(self) -> None:
+        """Write every ended sign-in not yet written, until none is left (on the
+        writer's thread)."""
+        delay = self._retry_s
+        while True:
+            with self._lock:
+                ended = sorted(self._unwritten)
+                if not ended:
+                    self._writing = False
+                    return
+            try:
+                with transaction(self._sessions) as session:
+                    for session_id in ended:
+                        signins.end(session, session_id, self._keep)
+            except Exception as error:  # noqa: BLE001 - the store is busy or away: kept and tried again
+                log.warning("Could not record %d ended explorer sign-in(s) yet (%s); trying again in %.0f s",
+                            len(ended), type(error).__name__, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_S)
+                continue
+            delay = self._retry_s
+            with self._written:
+                self._unwritten.difference_update(ended)
+                self._written.notify_all()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,8 +5,10 @@ check (issue 6, "Login"). A real server on a free port; requests as the client."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import sqlite3
+import threading
 import time
 
 import pytest
@@ -14,12 +16,13 @@ import requests
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
+from api.app import make_app
 from explorer.app import origins_for
-from explorer.auth import COOKIE
+from explorer.auth import COOKIE, CookieCodec
 from store.access import accounts
 from store.database.db import transaction
 from store.fields import utcnow
-from store.settings import sqlite_path
+from store.settings import Settings, sqlite_path
 
 
 @pytest.fixture
@@ -200,13 +203,57 @@ def test_an_ended_session_stops_every_action(context, identity):
 def test_a_logout_holds_in_every_server_process_and_after_a_restart(context, identity):
     """The ended sign-in is kept in the store: another process's context (or the same
     server after a restart) over the same store refuses the cookie too."""
-    import dataclasses
-
     from explorer.session import Account, SessionLost
 
     other_process = dataclasses.replace(context, book=None)  # its own book, over the same store
     Account.open(other_process, identity)
     context.book.end(identity.session_id)
+    assert context.book.flush(timeout=60)  # written by the book's own thread
     with pytest.raises(SessionLost):
         Account.open(other_process, identity)
     assert not other_process.book.is_live(identity.session_id)
+
+
+def test_a_logout_during_a_long_write_freezes_nothing(live_explorer, context, demo, store_settings, sign_in):
+    """Issue 49 item 2: while another connection holds SQLite's write lock (an
+    ingest), a logout answers its page and ends the session at once, and /healthz
+    and the API's pages are answered meanwhile (the logout used to write on the event
+    loop: every request of the process waited 30 s, the logout got a 500 and the
+    session stayed valid). The ended sign-in reaches the store once the lock is free."""
+    settings = Settings(db_url="sqlite://", secrets=context.secrets, base_url=context.base_url)
+    live = live_explorer(lambda explorer: make_app(settings, context.sessions, extra_routes=lambda deps: explorer.routes()))
+    client, _ = sign_in(live, demo["api_key"])
+    copied = dict(client.cookies)
+    key = {"X-API-Key": demo["api_key"]}
+    assert client.get(f"{live.base_url}/explorer/").status_code == 200
+    assert requests.get(f"{live.base_url}/v1/lineups", params={"limit": 5}, headers=key).status_code == 200
+
+    writer = sqlite3.connect(sqlite_path(store_settings.db_url), timeout=1)
+    writer.execute("BEGIN IMMEDIATE")  # holds the write lock, as an ingest does
+    try:
+        logout: dict = {}
+        thread = threading.Thread(target=lambda: logout.update(
+            response=client.get(f"{live.base_url}/explorer/logout", timeout=120)))
+        thread.start()
+        health, pages = [], []
+        while thread.is_alive() or len(health) < 5:
+            began = time.monotonic()
+            answer = requests.get(f"{live.base_url}/healthz", timeout=120)
+            health.append((answer.status_code, round(time.monotonic() - began, 2)))
+            pages.append(requests.get(f"{live.base_url}/v1/lineups", params={"limit": 5}, headers=key, timeout=120).status_code)
+        thread.join()
+        assert [h for h in health if h[0] != 200 or h[1] >= 1.0] == [], health
+        assert set(pages) == {200}, pages
+        response = logout["response"]
+        assert response.status_code == 200 and "You are signed out." in response.text
+        assert COOKIE not in client.cookies
+        # Refused at once, the lock still held: this process remembers the logout.
+        again = requests.get(f"{live.base_url}/explorer/", cookies=copied, allow_redirects=False, timeout=120)
+        assert again.status_code == 302 and "/explorer/login" in again.headers["Location"]
+    finally:
+        writer.rollback()
+        writer.close()
+    # Written once the lock is free: another process's book (no memory of its own) refuses it.
+    assert context.book.flush(timeout=60)
+    ended = CookieCodec(context.secrets).decode(copied[COOKIE]).session_id
+    assert not dataclasses.replace(context, book=None).book.is_live(ended)
