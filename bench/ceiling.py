@@ -1,9 +1,9 @@
 """The API page's ceiling: a bare Tornado handler returning a pre-serialised body.
 
-Run as its own process by `bench/run.py`, like the service (one process, one event
+Run as its own process by `bench/full.py`, like the service (one process, one event
 loop, same Tornado), so that the two differ only in what the service does per request:
 
-    python bench/ceiling.py PORT BODY_FILE
+    python -m bench.ceiling PORT BODY_FILE
 
 Every GET answers 200 with the bytes of BODY_FILE as `application/json`. It stops on
 SIGTERM or SIGINT.

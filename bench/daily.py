@@ -1,7 +1,7 @@
-"""The daily update of the mixed workload (`bench/mixed.py`, issue 15: "a 1,000-record
-daily update reaches every view within 2 s"): a change of one feed ingested as an
-operator's `lineups ingest` runs, in a fresh process, timed from its start until
-another process reads it, with the system calls and disk reads it made.
+"""The daily update, a step of the mixed workload (issue 15: "a 1,000-record daily
+update reaches every view within 2 s"): a change of one feed ingested as an operator's
+`lineups ingest` runs, in a fresh process, timed from its start until another process
+reads it, with the system calls and disk reads it made.
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from dataset import Dataset
-from dataset import changes as dataset_changes
-from figures import Figure, Target
-
+from bench.figures import Figure, Target
+from bench.stores import Dataset
+from bench.stores import changes as dataset_changes
 from store.database.db import make_sessionmaker, transaction
 from store.database.schema import Feed
 from store.intake import ingest
@@ -26,15 +25,12 @@ from store.intake import ingest
 
 def fresh_daily_update(dataset: Dataset, changes: int = 1_000, runs: int = 1) -> list[Figure]:
     """`runs` daily updates (`daily_update`), each a different change (its `round_`)
-    in a fresh Python process, as an operator's `lineups ingest` runs: a process that
-    has built views before keeps the memory it touched, and a daily update in it ran
-    1-2 s faster at 1,000,000 records than in a new one (2026-11-27, with a 256 MiB
-    page cache: 3.1-3.9 s against 4.9-5.4 s, ~90,000 page faults fewer). The figures
-    are their median, as every figure of a run is: one update's time moved by a
-    third from one to the next on one store and machine (1.86-2.55 s in twelve,
-    2026-11-29), where the figure of record had been a single update. A
-    `concurrent.futures` worker, not a `multiprocessing.Pool`'s: the Pool's are
-    daemons, which may not start the reader `daily_update` watches with."""
+    in a fresh Python process, as an operator's `lineups ingest` runs (a process that
+    has built views before keeps the memory it touched, and ran an update faster than a
+    new one does). The figures are their median: one update's time moves by a third
+    from one to the next on one store and machine. A `concurrent.futures` worker, not a
+    `multiprocessing.Pool`'s: the Pool's are daemons, which may not start the reader
+    `daily_update` watches with."""
     done: list[list[Figure]] = []
     for round_ in range(1, runs + 1):
         with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -74,9 +70,8 @@ def _watch(dataset: Dataset, feed_id: str, version: int, ready, seen) -> None:
 def io_calls() -> tuple[int, int, int]:
     """This process's read and write system calls so far, and the bytes its reads
     brought from the disk (Linux's /proc/self/io; zeros elsewhere): SQLite reads and
-    writes a page a call, and on a virtual machine whose calls are dear they are much of
-    an update's time; a read of a page the kernel had paged out goes to the disk, and
-    this VM pages out what was not read for about a minute (docs/performance.md)."""
+    writes a page a call, and where calls are dear they are much of an update's time; a
+    page the kernel had paged out is read from the disk (docs/architecture.md)."""
     try:
         fields = dict(line.split(": ", 1) for line in Path("/proc/self/io").read_text().splitlines())
     except OSError:
@@ -93,8 +88,8 @@ def daily_update(dataset: Dataset, changes: int = 1_000, round_: int = 1) -> lis
     every view of the feed commit together); the command's own wait, until its commit
     returns, also holds SQLite's checkpoint of the log into the database file, which
     runs after readers already see the change. The reader is a process of its own
-    (`_watch`): as a thread of this process, its polling took the interpreter lock
-    from the upkeep (0.87 s of a 5 s update's samples, 2026-11-29)."""
+    (`_watch`): as a thread of this process, its polling would take the interpreter
+    lock from the upkeep."""
     engine = dataset.engine()
     sessions = make_sessionmaker(engine)
     feed_id = dataset.feed_ids[0]

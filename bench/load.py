@@ -1,68 +1,67 @@
-"""HTTP load on 127.0.0.1, bounded in requests and in time.
+"""HTTP load on 127.0.0.1 with Debian's `wrk`, bounded in requests and in time, and a
+probe of other buyers' pages while something happens.
 
-`measure_load` runs GET requests over a list of paths, round robin, from a fixed number
-of keep-alive connections, and reports requests/s and latency percentiles. It uses
-Debian's `wrk` when installed (a Lua script sets the `X-API-Key` header, stops each
-thread after its share of the request bound, and prints the figures as JSON), else a
-small asyncio load generator in this process. Either way the load stops by itself
-after `seconds` or `max_requests`, whichever comes first, and only ever targets the
-127.0.0.1 address it is given.
+- `load_pass`: each (path, key) once, a distinct question each, from a few keep-alive
+  connections; it stops once all are answered (the mixed workload's pass);
+- `measure_load`: paths round robin with one key until a request bound or `seconds`
+  (one buyer walking the pages of one query, the ceiling);
+- `Probe`: other buyers' pages asked every 50 ms in a thread while a block runs, and
+  how much each was delayed against its quickest quiet answer before.
+
+A Lua script sets the `X-API-Key` header and prints wrk's figures as JSON. Load only
+ever targets the 127.0.0.1 address it is given.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import shutil
+import signal
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import requests
+
 WRK = shutil.which("wrk")
+#: Concurrent connections of the mixed workload's pass.
+CLIENTS = 4
 
-
-@dataclasses.dataclass(frozen=True)
-class LoadResult:
-    requests: int
-    seconds: float
-    p50_ms: float
-    p99_ms: float
-    #: Responses that were not 2xx/3xx, and socket errors or timeouts.
-    errors: int
-    tool: str
-
-    @property
-    def rate(self) -> float:
-        return self.requests / self.seconds if self.seconds else 0.0
-
-
-def p99(ordered: list[float]) -> float:
-    """The 99th percentile of sorted, non-empty `ordered` (the value below which 99% lie)."""
-    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
-
-
-def measure_load(
-    base_url: str,
-    paths: list[str],
-    api_key: str | None,
-    connections: int,
-    seconds: float,
-    max_requests: int,
-) -> LoadResult:
-    """Load `base_url` (which must be http://127.0.0.1:PORT) with GETs of `paths`."""
-    if urlsplit(base_url).hostname != "127.0.0.1":
-        raise ValueError("the load generator only targets 127.0.0.1")
-    if WRK:
-        return _wrk(base_url, paths, api_key, connections, seconds, max_requests)
-    return asyncio.run(_python_load(base_url, paths, api_key, connections, seconds, max_requests))
-
-
-# ---------------------------------------------------------------- wrk
-_LUA = """
+_DONE = """
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    '{"requests": %%d, "duration_us": %%d, "p50_us": %%d, "p99_us": %%d, "errors": %%d}\\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    e.connect + e.read + e.write + e.status + e.timeout))
+end
+"""
+#: Each request once; a marker file once all are answered.
+_EACH_ONCE = """
+local requests = {%(requests)s}
+local i, answered = 0, 0
+request = function()
+  i = i + 1
+  local r = requests[(i - 1) %% #requests + 1]
+  return wrk.format("GET", r[1], {["X-API-Key"] = r[2]})
+end
+response = function(status, headers, body)
+  answered = answered + 1
+  if answered == #requests then
+    local marker = io.open(%(marker)s, "w")
+    marker:write("done")
+    marker:close()
+    wrk.thread:stop()
+  end
+end
+""" + _DONE
+#: Paths round robin, one key; the thread stops after `limit` answers.
+_ROUND_ROBIN = """
 local paths = {%(paths)s}
 local limit = %(limit)d
 local counter, i = 0, 0
@@ -75,93 +74,159 @@ response = function(status, headers, body)
   counter = counter + 1
   if counter >= limit then wrk.thread:stop() end
 end
-done = function(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    '{"requests": %%d, "duration_us": %%d, "p50_us": %%d, "p99_us": %%d, "errors": %%d}\\n',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
-    e.connect + e.read + e.write + e.status + e.timeout))
-end
-"""
-
-#: wrk threads: one, so that the second core is left to the server under test.
-WRK_THREADS = 1
+""" + _DONE
 
 
-def _lua_string(text: str) -> str:
+@dataclasses.dataclass(frozen=True)
+class LoadResult:
+    requests: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+    #: Responses that were not 2xx/3xx, and socket errors or timeouts.
+    errors: int
+    tool: str = "wrk"
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+
+def p99(ordered: list[float]) -> float:
+    """The 99th percentile of sorted, non-empty `ordered`."""
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+def percentiles(ms: list[float]) -> dict:
+    """p50, p90, p99 and max of sorted latencies, in ms."""
+    if not ms:
+        return {"p50": None, "p90": None, "p99": None, "max": None}
+    pick = lambda q: round(ms[min(len(ms) - 1, int(q * len(ms)))], 1)  # noqa: E731
+    return {"p50": pick(0.5), "p90": pick(0.9), "p99": pick(0.99), "max": round(ms[-1], 1)}
+
+
+def _lua(text: str) -> str:
     return json.dumps(text)  # a JSON string of ASCII is a valid Lua string literal
 
 
-def _wrk(base_url, paths, api_key, connections, seconds, max_requests) -> LoadResult:
-    header = f'wrk.headers["X-API-Key"] = {_lua_string(api_key)}' if api_key else ""
-    script = _LUA % {
-        "paths": ", ".join(_lua_string(p) for p in paths),
-        "limit": max(1, max_requests // WRK_THREADS),
-        "header": header,
-    }
+def _wrk(base_url: str, script: str, connections: int, seconds: float, timeout: str,
+         until: Path | None = None) -> LoadResult:
+    """wrk with `script` (one thread: the second core is the server's). With `until`,
+    wrk is interrupted (SIGINT) once that file exists, so that it reports the time it
+    really ran, not its whole -d."""
+    if not WRK:
+        raise RuntimeError("wrk is needed (Debian's package wrk)")
+    if urlsplit(base_url).hostname != "127.0.0.1":
+        raise ValueError("the load generator only targets 127.0.0.1")
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
         handle.write(script)
     try:
-        command = [
-            WRK, f"-t{WRK_THREADS}", f"-c{connections}", f"-d{max(1, round(seconds))}s",
-            "--timeout", "10s", "-s", handle.name, base_url,
-        ]
-        out = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
+        command = [WRK, "-t1", f"-c{connections}", f"-d{max(1, int(seconds))}s", "--timeout", timeout,
+                   "-s", handle.name, base_url]
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + seconds + 5
+        while until and proc.poll() is None and not until.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if until and proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        out = proc.communicate(timeout=seconds + 60)[0]
     finally:
         Path(handle.name).unlink()
     figures = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
-    return LoadResult(
-        requests=figures["requests"],
-        seconds=figures["duration_us"] / 1e6,
-        p50_ms=figures["p50_us"] / 1000,
-        p99_ms=figures["p99_us"] / 1000,
-        errors=figures["errors"],
-        tool="wrk",
-    )
+    return LoadResult(figures["requests"], figures["duration_us"] / 1e6, figures["p50_us"] / 1000,
+                      figures["p99_us"] / 1000, figures["errors"])
 
 
-# ---------------------------------------------------------------- asyncio fallback
-async def _python_load(base_url, paths, api_key, connections, seconds, max_requests) -> LoadResult:
-    parts = urlsplit(base_url)
-    header = f"X-API-Key: {api_key}\r\n" if api_key else ""
-    requests = [
-        f"GET {p} HTTP/1.1\r\nHost: {parts.netloc}\r\n{header}\r\n".encode("ascii") for p in paths
-    ]
-    latencies: list[float] = []
-    errors = 0
-    sent = 0
-    deadline = time.perf_counter() + seconds
+def load_pass(base_url: str, asks: list[tuple[str, str]], connections: int = CLIENTS,
+              seconds: float = 120.0) -> LoadResult:
+    """Each (path, key) of `asks` once over `connections` keep-alive connections; stops
+    once all are answered, or after `seconds`."""
+    folder = Path(tempfile.mkdtemp(prefix="lineups-wrk-"))
+    marker = folder / "done"
+    script = _EACH_ONCE % {"requests": ", ".join(f"{{{_lua(p)}, {_lua(k)}}}" for p, k in asks), "marker": _lua(str(marker))}
+    try:
+        return _wrk(base_url, script, connections, seconds, "30s", until=marker)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
-    async def connection() -> None:
-        nonlocal errors, sent
-        reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
-        try:
-            while sent < max_requests and time.perf_counter() < deadline:
-                request = requests[sent % len(requests)]
-                sent += 1
-                start = time.perf_counter()
-                writer.write(request)
-                head = await reader.readuntil(b"\r\n\r\n")
-                status = int(head.split(b" ", 2)[1])
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":", 1)[1])
-                await reader.readexactly(length)
-                latencies.append(time.perf_counter() - start)
-                errors += status >= 400
-        finally:
-            writer.close()
 
-    start = time.perf_counter()
-    await asyncio.gather(*(connection() for _ in range(connections)))
-    elapsed = time.perf_counter() - start
-    ordered = sorted(latencies) or [0.0]
-    return LoadResult(
-        requests=len(latencies),
-        seconds=elapsed,
-        p50_ms=statistics.median(ordered) * 1000,
-        p99_ms=p99(ordered) * 1000,
-        errors=errors,
-        tool="python asyncio",
-    )
+def measure_load(base_url: str, paths: list[str], api_key: str | None, connections: int, seconds: float,
+                 max_requests: int) -> LoadResult:
+    """GETs of `paths` round robin, for `seconds` or `max_requests`, whichever comes first."""
+    header = f'wrk.headers["X-API-Key"] = {_lua(api_key)}' if api_key else ""
+    script = _ROUND_ROBIN % {"paths": ", ".join(_lua(p) for p in paths), "limit": max(1, max_requests), "header": header}
+    return _wrk(base_url, script, connections, round(seconds), "10s")
+
+
+class Probe:
+    """Asks other buyers' pages every `interval` s in a thread while the block runs;
+    `worst` is the slowest answer.
+
+    With `quiet_rounds`, it first asks each page that many times before the block
+    (nothing else running), and `worst_delay` is how much longer than its quickest quiet
+    answer a page took during the block: what the targets call a page "delayed". A fresh
+    server's first answer to a question reads cold pages: `worst` counts that,
+    `worst_delay` does not."""
+
+    def __init__(self, base_url: str, asks: list[tuple[str, str]], interval: float = 0.05, quiet_rounds: int = 0):
+        self.base_url, self.asks, self.interval, self.quiet_rounds = base_url, asks, interval, quiet_rounds
+        self.answers: list[tuple[int, float]] = []  # (index in `asks`, seconds) during the block
+        self.quiet: dict[int, float] = {}  # index in `asks` -> its quickest answer before
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _ask(self, session: requests.Session, i: int) -> float:
+        path, key = self.asks[i % len(self.asks)]
+        start = time.perf_counter()
+        session.get(self.base_url + path, headers={"X-API-Key": key}, timeout=60)
+        return time.perf_counter() - start
+
+    def _run(self) -> None:
+        i = 0
+        with requests.Session() as session:
+            while not self._stop.is_set():
+                self.answers.append((i % len(self.asks), self._ask(session, i)))
+                i += 1
+                self._stop.wait(self.interval)
+
+    def __enter__(self) -> "Probe":
+        with requests.Session() as session:
+            for _ in range(self.quiet_rounds):
+                for i in range(len(self.asks)):
+                    seconds = self._ask(session, i)
+                    self.quiet[i] = min(seconds, self.quiet.get(i, seconds))
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def times(self) -> list[float]:
+        return [seconds for _, seconds in self.answers]
+
+    @property
+    def worst(self) -> float:
+        return max(self.times, default=0.0)
+
+    def _delays(self) -> list[float]:
+        return [seconds - self.quiet[i] for i, seconds in self.answers]
+
+    @property
+    def worst_delay(self) -> float:
+        return max(self._delays(), default=0.0)
+
+    def spread(self, limit_s: float = 0.2) -> str:
+        """The median, p99 and how many answers took longer than `limit_s`."""
+        if not self.times:
+            return "no pages asked"
+        times = sorted(self.times)
+        over = sum(t > limit_s for t in times)
+        return (f"{len(times)} pages asked: median {statistics.median(times) * 1000:.0f} ms, "
+                f"p99 {p99(times) * 1000:.0f} ms, {over} over {limit_s * 1000:.0f} ms")
+
+    def delays(self, limit_s: float = 0.2) -> str:
+        over = sum(delay > limit_s for delay in self._delays())
+        return (f"{len(self.answers)} pages, each against its quickest of {self.quiet_rounds} quiet answers "
+                f"before: {over} delayed over {limit_s * 1000:.0f} ms; slowest answer {self.worst * 1000:.0f} ms")

@@ -1,10 +1,10 @@
-"""Server processes the benchmark starts, and their memory.
+"""The processes a benchmark starts, and what they use.
 
 `Process` starts a command that serves HTTP on a free 127.0.0.1 port, waits until a
 URL answers, and stops it with SIGTERM (then SIGKILL) when the block ends; its output
-goes to a log file. `rss_mib` reads a process's resident memory from /proc, and
-`RssSampler` records a process's memory while something runs. `cpu_budget` holds
-processes to a share of the machine's CPU (a cgroup each).
+goes to a log file. `rss_mib` reads a process's resident memory, `RssSampler` records
+it while something runs, `cpu_budget` holds processes to a share of the CPU (a cgroup
+each). Every process a benchmark starts, it stops.
 """
 
 from __future__ import annotations
@@ -14,12 +14,24 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterator
 
+import psutil
 import requests
+
+#: What `lineups serve` logs once a worker has built its explorer (cli/serve.py): a figure
+#: of the whole server (its memory, a pass that must not meet the build) waits for it.
+EXPLORER_READY = "The explorer is ready"
+
+
+def lineups_command() -> list[str]:
+    """The `lineups` console script of this interpreter's environment."""
+    script = Path(sys.executable).with_name("lineups")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "cli"]
 
 
 def free_port() -> int:
@@ -35,6 +47,25 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def server_pids(pid: int) -> list[int]:
+    """A server process and its workers."""
+    try:
+        return [pid, *(child.pid for child in psutil.Process(pid).children())]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def server_rss_mib(pid: int) -> float:
+    """Resident memory of a server process and its workers, in MiB."""
+    total = 0.0
+    for one in server_pids(pid):
+        try:
+            total += rss_mib(one)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
 
 
 class RssSampler:
@@ -158,13 +189,10 @@ def cpu_budget_available() -> bool:
 @contextlib.contextmanager
 def cpu_budget(pids: list[int], cores: float, name: str) -> Iterator[None]:
     """Hold each process of `pids` (with all its threads) to `cores` of CPU while the
-    block runs: a cgroup of its own per process, with the CFS quota `cores` × the
-    period; then the processes go back to the root group and the groups are removed.
-
-    What it is for (`bench/scaling.py --worker-cpus`): on a machine whose cores the
-    server processes share with PostgreSQL, a fixed budget per server process leaves
-    PostgreSQL the rest, as if it ran on cores of its own. Linux's v1 CPU controller
-    (`CPU_CGROUPS`), as root; RuntimeError where it is not there."""
+    block runs (a cgroup each, the CFS quota `cores` × the period), then back to the root
+    group. For `bench/scaling.py --worker-cpus`: a fixed budget per server process leaves
+    PostgreSQL the rest of shared cores, as if it ran on cores of its own. Linux's v1 CPU
+    controller (`CPU_CGROUPS`), as root; RuntimeError where it is not there."""
     if not cpu_budget_available():
         raise RuntimeError(f"no writable cgroup v1 CPU controller at {CPU_CGROUPS}: run as root on Linux")
     groups = []

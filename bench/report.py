@@ -1,173 +1,184 @@
-"""The benchmark's report: `docs/benchmarks.md`, its chart and its raw figures.
+"""docs/benchmarks.md and its chart, made from the result files under `bench/results/`.
 
-`write_report` writes the Markdown table of one run (date, machine, versions; every
-figure with median, min, max, target and whether it was met, next to its reference and
-the ratio), the chart (a PNG of request rate and latency against the ceiling, made
-with matplotlib), the raw figures as JSON beside them, and, for every figure that
-misses its target, what limits it and what would fix it (`findings.FINDINGS`).
+    python -m bench report [--results bench/results] [--out docs/benchmarks.md]
+
+One table: for every figure and store, its latest measurement beside its target, the
+store size, the date and the machine it was measured on. The chart: the mixed
+workload's distinct first pages against store size, the latest run at each size, beside
+Datasette. tests/bench/test_report.py checks that the committed page is what this makes
+of the committed results.
 """
 
 from __future__ import annotations
 
-import json
+import argparse
+import statistics
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from figures import Figure, Target  # noqa: E402
-from findings import FINDINGS, HISTORY, METHOD  # noqa: E402
-from load import LoadResult  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402  (after choosing the file backend)
+
+from bench.figures import RESULTS, Figure, load_results  # noqa: E402
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+STORES = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "postgresql-own": "PostgreSQL (sized)", "memory": "in process"}
+#: Figures measured on another store than their run's.
+STORE_OF = {"ingest.postgresql": "PostgreSQL", "merge.cold": "in process", "merge.memory": "in process"}
+#: Sections in the order a reader asks: the headline first.
+ORDER = ("Mixed workload", "PostgreSQL processes", "Ingest", "Merge", "API page", "Server memory", "Exports", "Explorer",
+         "Explorer at store size")
+
+INTRO = """\
+# Benchmarks
+
+What a buyer and an operator wait for, measured against the targets on a store of
+realistic size, beside what a user would pick instead (Datasette over the same records).
+The headline is the **mixed workload**: 7 buyers on different subscriptions asking 1,500
+distinct filtered first pages of a freshly started server, while a subscription changes,
+a 100,000-record feed file is ingested and a daily update arrives.
+
+## Measuring on your machine
+
+Every workload is one command; each run writes one small JSON file under
+`bench/results/`, and `python -m bench report` makes this page from them.
+
+```sh
+.venv/bin/python -m bench                                   # the workloads
+.venv/bin/python -m bench mixed --records 250000 1000000    # the headline, SQLite
+.venv/bin/python -m bench mixed --records 1000000 --own-pg  # on a PostgreSQL sized as docs/deploying.md says
+.venv/bin/python -m bench scaling --own-pg                  # PostgreSQL, one server process against two
+.venv/bin/python -m bench full                              # every figure below on one 1,000,000-record store
+.venv/bin/python -m bench full --quick                      # the same in a few minutes (the test suite runs it)
+.venv/bin/python -m bench explorer                          # the explorer in Chromium at store size
+.venv/bin/python -m bench soak                              # sustained load, every response checked
+.venv/bin/python -m bench report                            # this page
+```
+
+The benchmarks need Debian's `wrk` (load), `chromium` (the explorer) and, for
+`--own-pg`, PostgreSQL's server programs; Datasette is installed from PyPI into a
+virtual environment of its own on first use. Load only ever targets 127.0.0.1, and
+every process a benchmark starts it stops. Figures move with the machine: each result
+carries the machine's speed in fixed tasks (a Python loop, page-cache reads and
+writes), and a service timing carries the same run's reference (a bare Tornado
+ceiling, a bare `executemany`, a plain pandas merge), so that a slow hour of a shared
+machine shows as such. How the service meets these figures, and where it falls short,
+is in docs/architecture.md.
+
+## The latest figures
+
+Each row is the latest measurement of a figure on a store: the median of its runs (the
+range when there were several), its target, and whether the median met it.
+"""
 
 
 def _number(value: float, unit: str) -> str:
-    if unit in ("rows/s", "req/s"):
-        return f"{value:,.0f}"
-    if unit == "MiB":
-        return f"{value:,.0f}"
+    if unit in ("rows/s", "req/s", "MiB", "B", "pairs", "rows", ""):
+        return f"{value:,.0f}" if abs(value) >= 10 or value == int(value) else f"{value:,.1f}"
     if unit == "ms":
-        return f"{value:,.2f}"
-    return f"{value:,.3f}"
+        return f"{value:,.1f}"
+    return f"{value:,.2f}"
 
 
-def _target(figure: Figure) -> str:
-    if figure.target is None:
-        return ""
-    return figure.target.text or f"{figure.target.op.replace('>=', '≥').replace('<=', '≤')} {_number(figure.target.value, figure.unit)}"
+def latest(results: list[dict]) -> list[tuple[Figure, dict]]:
+    """Each (figure id, store)'s latest measurement with its result; a later result,
+    or at the same time a larger store, wins. Quick runs are left out."""
+    kept: dict[tuple[str, str], tuple[Figure, dict]] = {}
+    for result in sorted(results, key=lambda r: (r["measured"], r["records"])):
+        if result["workload"].endswith("-quick"):
+            continue
+        for data in result["figures"]:
+            figure = Figure.from_dict(data)
+            if figure.values:
+                kept[(figure.id, result["store"])] = (figure, result)
+    order = {section: i for i, section in enumerate(ORDER)}
+    first: dict[str, int] = {}
+    for figure_id, _ in kept:
+        first.setdefault(figure_id, len(first))
+    return sorted(kept.values(), key=lambda item: (order.get(item[0].section, len(ORDER)), item[0].section,
+                                                   item[1]["store"], first[item[0].id]))
 
 
-def _met(figure: Figure) -> str:
-    if figure.missing:
-        return "not measured"
-    return {True: "met", False: "**missed**", None: ""}[figure.met]
+def table(results: list[dict]) -> str:
+    rows = latest(results)
+    machines: dict[str, str] = {}
+    lines = ["| section | figure | value | unit | target | | store | records | measured | machine |",
+             "|---|---|--:|---|---|---|---|--:|---|---|"]
+    for figure, result in rows:
+        tag = machines.setdefault(result["machine"], chr(ord("A") + len(machines)))
+        value = _number(figure.median, figure.unit)
+        if len(figure.values) > 1:
+            value += f" ({_number(min(figure.values), figure.unit)}–{_number(max(figure.values), figure.unit)})"
+        target = str(figure.target) if figure.target else ""
+        if figure.reference:
+            target += ("; " if target else "") + f"beside {figure.reference[0]}: {_number(figure.reference[1], figure.unit)}"
+        met = {True: "met", False: "**missed**", None: ""}[figure.met]
+        store = STORE_OF.get(figure.id) or STORES.get(result["store"].split("-cpus")[0], result["store"])
+        if "-cpus" in result["store"]:
+            store += f", {result['store'].split('-cpus')[1]} core a process"
+        lines.append(f"| {figure.section} | {figure.label} | {value} | {figure.unit} | {target} | {met} | {store} | "
+                     f"{result['records']:,} | {result['measured']} | {tag} |")
+    lines += ["", "Machines:", ""]
+    lines += [f"- **{tag}**: {description}" for description, tag in machines.items()]
+    return "\n".join(lines)
 
 
-def _row(figure: Figure) -> str:
-    if figure.missing:
-        cells = [figure.section, figure.label, "—", "—", "—", figure.unit, _target(figure), _met(figure), figure.missing, ""]
-    else:
-        reference = f"{figure.reference[0]}: {_number(figure.reference[1], figure.unit)}" if figure.reference else ""
-        ratio = f"{figure.ratio:.2f}×" if figure.ratio is not None else ""
-        cells = [
-            figure.section, figure.label, _number(figure.median, figure.unit), _number(figure.low, figure.unit),
-            _number(figure.high, figure.unit), figure.unit, _target(figure), _met(figure), reference, ratio,
-        ]
-    return "| " + " | ".join(cells) + " |"
+def curves(results: list[dict]) -> dict[str, dict[int, tuple[float, float]]]:
+    """(pages/s, p99 ms) by store size of the service on each store and of Datasette:
+    the latest run at each size."""
+    out: dict[str, dict[int, tuple[float, float]]] = {}
+    for result in sorted(results, key=lambda r: r["measured"]):
+        if result["workload"].endswith("-quick"):
+            continue
+        values = {f["id"]: statistics.median(f["values"]) for f in result["figures"] if f["values"]}
+        for prefix, name in (("mixed", f"lineups, {STORES.get(result['store'], result['store'])}"),
+                             ("datasette", "Datasette as it comes"), ("datasette_tuned", "Datasette set up as an API")):
+            if f"{prefix}.rate" in values:
+                out.setdefault(name, {})[result["records"]] = (values[f"{prefix}.rate"], values[f"{prefix}.p99"])
+    return out
 
 
-def chart(path: Path, ceiling: list[LoadResult], service: list[LoadResult], title: str) -> None:
-    """Requests/s and p50/p99 latency of the service against the ceiling, median
-    bars with min–max whiskers."""
-    fig, (rate_axis, latency_axis) = plt.subplots(1, 2, figsize=(10, 4.2))
-    colours = {"ceiling": "#9aa5b1", "service": "#2f6fb0"}
-    runs = {"ceiling": ceiling, "service": service}
-
-    def bar(axis, x, values, colour, label=None):
-        values = sorted(values)
-        middle = values[len(values) // 2]
-        axis.bar(x, middle, 0.38, color=colour, label=label)
-        axis.errorbar(x, middle, yerr=[[middle - values[0]], [values[-1] - middle]], color="black", capsize=4)
-        axis.annotate(f"{middle:,.0f}" if middle >= 100 else f"{middle:.1f}", (x, middle),
-                      textcoords="offset points", xytext=(0, 4), ha="center", fontsize=8)
-
-    for i, name in enumerate(runs):
-        bar(rate_axis, i, [r.rate for r in runs[name]], colours[name])
-    ceiling_rate = sorted(r.rate for r in ceiling)[len(ceiling) // 2]
-    rate_axis.axhline(0.5 * ceiling_rate, color="#c0392b", linestyle="--", linewidth=1, label="target: 50% of ceiling")
-    rate_axis.set_xticks([0, 1], ["ceiling\n(bare Tornado)", "service\n(/v1/lineups)"])
-    rate_axis.set_ylabel("requests/s (32 connections)")
-    rate_axis.set_title("Request rate")
-    rate_axis.legend(fontsize=8, loc="upper right")
-
-    for j, (metric, attribute) in enumerate((("p50", "p50_ms"), ("p99", "p99_ms"))):
-        for i, name in enumerate(runs):
-            bar(latency_axis, j + (i - 0.5) * 0.4, [getattr(r, attribute) for r in runs[name]], colours[name],
-                name if j == 0 else None)
-    ceiling_p99 = sorted(r.p99_ms for r in ceiling)[len(ceiling) // 2]
-    latency_axis.plot([0.75, 1.25], [3 * ceiling_p99] * 2, color="#c0392b", linestyle="--", linewidth=1,
-                      label="target: p99 ≤ 3× ceiling")
-    latency_axis.set_xticks([0, 1], ["p50", "p99"])
-    latency_axis.set_ylabel("latency (ms)")
-    latency_axis.set_title("Latency")
-    latency_axis.legend(fontsize=8, loc="upper left")
-    fig.suptitle(title, fontsize=10)
+def chart(results: list[dict], path: Path) -> None:
+    fig, (rate, p99) = plt.subplots(1, 2, figsize=(10, 3.8))
+    sizes = set()
+    for name, points in sorted(curves(results).items()):
+        xs = sorted(points)
+        sizes.update(xs)
+        style = "s--" if name.startswith("Datasette") else "o-"
+        rate.plot(xs, [points[x][0] for x in xs], style, label=name)
+        p99.plot(xs, [points[x][1] for x in xs], style, label=name)
+    rate.axhline(150, color="grey", linestyle=":", label="target ≥ 150")
+    p99.axhline(250, color="grey", linestyle=":", label="target ≤ 250 ms")
+    rate.set(xscale="log", yscale="log", xlabel="records in the store", ylabel="distinct first pages/s",
+             title="Mixed workload: pages/s (4 clients)")
+    p99.set(xscale="log", yscale="log", xlabel="records in the store", ylabel="p99 ms", title="Mixed workload: p99")
+    for axis in (rate, p99):
+        axis.set_xticks(sorted(sizes), [f"{n / 1e6:g}M" if n >= 1e6 else f"{n / 1e3:g}k" for n in sorted(sizes)])
+        axis.minorticks_off()
+        axis.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def write_report(out: Path, figures: list[Figure], run: dict, loads: tuple[list, list] | None) -> None:
-    """Write the report to `out`, the chart and raw JSON beside it (same stem)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    png, raw = out.with_suffix(".png"), out.with_suffix(".json")
-    lines = [
-        "# Benchmarks",
+def render(results: list[dict], chart_name: str = "benchmarks.png") -> str:
+    """The whole page for `results`."""
+    return "\n".join([
+        INTRO, table(results), "",
+        f"![The mixed workload's pages/s and p99 by store size, the latest run at each size, beside Datasette]({chart_name})",
         "",
-        "Measured by one command, which writes this file, its chart and its raw figures "
-        f"(`{raw.name}`):",
-        "",
-        "```sh",
-        f".venv/bin/python bench/run.py --out docs/{out.name}",
-        "```",
-        "",
-        "`--quick` measures a ~20,000-record store in a few minutes (the test suite runs it, "
-        "so the benchmark code never rots; its figures mean little). `--records N` sets the "
-        "store size, `--runs R` the repetitions, `--pg URL` the PostgreSQL server for the "
-        "ingest figure (default `$LINEUPS_TEST_PG`, else the local `test` database).",
-        "",
-        f"**This run:** {run['date']}, {run['records']:,} records, {run['runs']} runs of each figure"
-        f"{' (quick mode)' if run['quick'] else ''}, {run['seconds']:.0f} s in all.  ",
-        f"**Machine:** {run['machine']}.  ",
-        f"**Versions:** {run['versions']}.",
-        "",
-        "Every figure is the median of its runs, with min and max. This machine is shared "
-        "with other work, so timings of the service stand next to the same run's reference "
-        "(a ceiling or a baseline), with the ratio of the medians.",
-        "",
-        "| section | figure | median | min | max | unit | target | | reference (median) | ratio |",
-        "|---|---|--:|--:|--:|---|---|---|---|--:|",
-        *(_row(f) for f in figures),
-        "",
-    ]
-    notes = [f"- **{f.label}**: {f.note}" for f in figures if f.note]
-    if notes:
-        lines += ["Notes:", "", *notes, ""]
-    if loads:
-        chart(png, *loads, f"/v1/lineups warm pages vs. bare Tornado ceiling — {run['records']:,} records, {run['date']}")
-    if loads or png.exists():  # rewritten from the JSON (`from_json`): the run's chart
-        lines += [f"![Request rate and latency of warm /v1/lineups pages against the ceiling]({png.name})", ""]
-    missed = [f for f in figures if f.met is False or (f.missing and f.target is not None)]
-    lines += ["## What limits the figures that miss their target", ""]
-    if not missed:
-        lines += ["Every figure met its target in this run.", ""]
-    findings: dict[str, list[str]] = {}  # one finding may explain several figures
-    for figure in missed:
-        findings.setdefault(FINDINGS.get(figure.id, "Not profiled yet."), []).append(figure.label)
-    for finding, labels in findings.items():
-        lines += [f"### {'; '.join(labels)}", "", finding, ""]
-    lines += ["## Earlier runs", "", HISTORY, ""]
-    lines += ["## How it measures", "", METHOD, ""]
-    out.write_text("\n".join(lines), encoding="utf-8")
-    raw.write_text(json.dumps({"run": run, "figures": [f.as_dict() for f in figures]}, indent=1, default=str) + "\n")
+    ])
 
 
-def from_json(raw: Path) -> tuple[list[Figure], dict]:
-    """The figures and run of a report's raw JSON (`write_report`'s), to write the
-    report again with today's findings without measuring again."""
-    data = json.loads(raw.read_text())
-    figures = []
-    for item in data["figures"]:
-        fields = {k: item[k] for k in ("id", "section", "label", "unit", "values", "note", "missing")}
-        target = Target(**item["target"]) if item["target"] else None
-        reference = tuple(item["reference"]) if item["reference"] else None
-        figures.append(Figure(**fields, target=target, reference=reference))
-    return figures, data["run"]
-
-
-if __name__ == "__main__":  # python bench/report.py docs/benchmarks.json: rewrite its report
-    import sys
-
-    raw = Path(sys.argv[1])
-    figures, run = from_json(raw)
-    write_report(raw.with_suffix(".md"), figures, run, None)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench report", description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=DOCS / "benchmarks.md")
+    args = parser.parse_args(argv)
+    results = load_results(args.results)
+    png = args.out.with_suffix(".png")
+    args.out.write_text(render(results, png.name), encoding="utf-8")
+    chart(results, png)
+    print(f"wrote {args.out} and {png} from {len(results)} result files")
+    return 0

@@ -1,39 +1,25 @@
 """The mixed workload's pages on PostgreSQL, one server process against two (issue 15:
-"on PostgreSQL with `lineups serve --processes 2`, ≥ 1.6× the distinct first-page
-queries per second of one process").
+"with `lineups serve --processes 2`, ≥ 1.6× the distinct first pages per second of one").
 
-    .venv/bin/python bench/scaling.py [--records 250000] [--queries 1500] [--rounds 2] [--worker-cpus C]
+    python -m bench scaling [--records 250000] [--queries 1500] [--rounds 2] [--own-pg] [--worker-cpus C]
 
-Builds the bench store (`dataset.build_store`: 20 feeds) with the mixed workload's
-buyers and views (`mixed.add_buyers`) in a fresh schema of the local PostgreSQL
-(`--pg`, default the `test` database; or `--own-pg`, a server of the run's own set up
-as docs/deploying.md recommends, `bench/own_postgres.py`), runs `VACUUM ANALYZE` on
-its tables (what autovacuum would have done; the local PostgreSQL runs with
-autovacuum off), then
-alternates a fresh `lineups serve --processes N` on that schema, rate limits in Redis
-(`--redis`, as production runs several processes): a warm-up pass with one process
-(not counted: PostgreSQL's caches), then N = 1, 2, 1, 2 … Every pass asks its own
-slice of `mixed.questions()` (disjoint, so that no pass reads an answer another one
-warmed) from 4 keep-alive connections (`mixed.load_pass`: wrk, each URL once).
+Builds the bench store with the mixed workload's buyers and views in a fresh schema
+(`--pg`, default the local `test` database; or `--own-pg`, a server of the run's own
+set up as docs/deploying.md recommends), runs `VACUUM ANALYZE` (what autovacuum would
+have done), then alternates a fresh `lineups serve --processes N` with rate limits in
+Redis, as production runs several processes: an uncounted warm-up pass with one
+process, then N = 1, 2, 1, 2 … Every pass asks its own slice of the questions (disjoint,
+so that no pass reads an answer another warmed) from 4 connections, each URL once.
 
-Each pass prints pages/s, p50/p99, errors, the load average before and after, the
-share of the machine's 2 cores busy during it, and where that CPU went: the server's
-processes (and how the requests spread over its workers, from the access log), all
-PostgreSQL processes, and wrk itself. The result is the median rate of the
-two-process passes over the median of the one-process passes, against 1.6.
+Each pass prints pages/s, p50/p99, errors, the load average, the share of the cores
+busy and where the CPU went (the server's processes and how the requests spread over
+its workers, PostgreSQL, wrk). The figure is the median rate of the two-process passes
+over that of the one-process passes.
 
-`--worker-cpus C` holds each server process to C of a core (`processes.cpu_budget`, a
-cgroup each, as root), so that PostgreSQL, wrk and the rest have what is left: on
-this 2-core machine PostgreSQL shares the cores with the server processes, and two
-processes at full speed leave it too little (the ratio is then bounded near 1.5×,
-docs/performance.md); with a budget that leaves it room (0.5 of a core a process at
-250,000 records, 0.35 at 1,000,000, where a page costs PostgreSQL more: the cores'
-share busy with two processes tells, docs/benchmarks-scaling.md) it has its share, as
-it has on cores of its own in production. The figure is then that of servers on
-slower cores beside a PostgreSQL with room, not of this machine as it is.
-
-Load only targets 127.0.0.1; every server started is stopped, and the schema made
-here is dropped at the end.
+`--worker-cpus C` holds each server process to C of a core (a cgroup each, as root), so
+that PostgreSQL has the rest: on a 2-core machine PostgreSQL shares the cores with the
+server processes, which it does not in production (docs/architecture.md). The figure
+is then that of servers on slower cores beside a PostgreSQL with room.
 """
 
 from __future__ import annotations
@@ -46,7 +32,6 @@ import os
 import re
 import resource
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -57,12 +42,10 @@ import psutil
 import requests
 from sqlalchemy import text
 
-from dataset import build_store, fresh_schema
-from mixed import CLIENTS, add_buyers, load_pass, path_of, questions
-from own_postgres import describe, own_server
-from processes import Process, cpu_budget, free_port
-from server_figures import RATE_LIMIT, lineups_command
-
+from bench.figures import RESULTS, Figure, Target, machine, now, save, say as say_as
+from bench.load import CLIENTS, load_pass
+from bench.processes import Process, cpu_budget, free_port, lineups_command, server_pids
+from bench.stores import RATE_LIMIT, add_buyers, build_store, describe_pg, fresh_schema, own_server, path_of, questions
 from store.database.db import make_engine
 
 PG = os.environ.get("LINEUPS_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -71,7 +54,7 @@ TARGET = 1.6
 
 
 def say(message: str) -> None:
-    print(f"[scaling {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+    say_as("scaling", message)
 
 
 def load_text() -> str:
@@ -119,14 +102,6 @@ def cpu_s(pid: int) -> float:
     except psutil.NoSuchProcess:
         return 0.0
     return times.user + times.system
-
-
-def children(pid: int) -> list[int]:
-    """The process ids whose parent is `pid`."""
-    try:
-        return [child.pid for child in psutil.Process(pid).children()]
-    except psutil.NoSuchProcess:
-        return []
 
 
 def postgres_pids() -> list[int]:
@@ -216,7 +191,7 @@ def one_pass(dataset, buyers, processes: int, asks: list, folder: Path, name: st
              worker_cpus: float | None = None) -> dict:
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(start(dataset, processes, folder, name, redis_url))
-        workers = children(server.pid) if processes > 1 else []
+        workers = server_pids(server.pid)[1:] if processes > 1 else []
         pids = [server.pid, *workers]
         if worker_cpus:  # each process its budget; PostgreSQL, wrk and the rest the remainder
             stack.enter_context(cpu_budget(pids, worker_cpus, name))
@@ -252,8 +227,8 @@ def show(p: dict) -> str:
             f" PostgreSQL {p['postgres_cpu_s']:.1f}, wrk {p['wrk_cpu_s']:.2f}, everything else {others:.1f}")
 
 
-def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench scaling", description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=250_000)
     parser.add_argument("--queries", type=int, default=1_500, help="distinct questions per pass")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of one pass with 1, then 2 processes")
@@ -261,21 +236,18 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
     where_pg = parser.add_mutually_exclusive_group()
     where_pg.add_argument("--pg", default=PG, help="PostgreSQL database (a schema is made in it and dropped)")
     where_pg.add_argument("--own-pg", action="store_true",
-                          help="on a PostgreSQL server of the run's own set up as docs/deploying.md recommends "
-                               "(bench/own_postgres.py) instead")
+                          help="on a PostgreSQL server of the run's own set up as docs/deploying.md recommends")
     parser.add_argument("--redis", default=REDIS, help="Redis for the rate limits")
     parser.add_argument("--worker-cpus", type=float, metavar="CORES",
                         help="hold each server process to this much CPU (a cgroup each, as root): PostgreSQL, "
                              "wrk and the rest share what is left, as if PostgreSQL ran on cores of its own")
     parser.add_argument("--json", type=Path, help="write every pass's figures here")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result file goes")
     args = parser.parse_args(argv)
-    from run import machine
-
-    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    where = machine()
+    started, where = now(), machine()
     say(f"{where}; {args.records:,} records, {args.queries:,} questions a pass, {args.rounds} rounds, {CLIENTS} connections")
     passes: list[dict] = []
-    server = "the machine's" if not args.own_pg else f"the run's own ({describe()})"
+    server = "the machine's" if not args.own_pg else f"the run's own ({describe_pg()})"
     say(f"PostgreSQL: {server}")
     if args.worker_cpus:
         say(f"each server process held to {args.worker_cpus:g} of a core (cgroup CPU quota)")
@@ -318,9 +290,16 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
             "records": dataset.records, "views_s": views_s, "kept": kept,
             "passes": passes, "one": one, "two": two, "ratio": ratio, "round_ratios": rounds,
         }, indent=1, default=str) + "\n")
+    budget = f", each server process held to {args.worker_cpus:g} of a core" if args.worker_cpus else ""
+    figures = [
+        Figure("scaling.one", "PostgreSQL processes", f"one server process: distinct first pages/s{budget}", "req/s",
+               [p["rate"] for p in counted if p["processes"] == 1]),
+        Figure("scaling.two", "PostgreSQL processes", f"two server processes: distinct first pages/s{budget}", "req/s",
+               [p["rate"] for p in counted if p["processes"] == 2]),
+        Figure("scaling.ratio", "PostgreSQL processes", f"two processes over one{budget}", "×", [ratio], Target(">=", TARGET)),
+    ]
+    store = ("postgresql-own" if args.own_pg else "postgresql") + (f"-cpus{args.worker_cpus:g}" if args.worker_cpus else "")
+    save("scaling", figures, measured=started, where=where, store=store, records=dataset.records, argv=argv,
+         folder=args.results)
     return 0
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    raise SystemExit(main())

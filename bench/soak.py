@@ -1,28 +1,23 @@
 """Sustained load on `lineups serve`, every response checked against the contract
-(issue 9, "Load and faults"; results in docs/reliability.md).
+(issue 9), and the concurrent-exports check (issue 16 item 16).
 
-    .venv/bin/python bench/soak.py                      # the full run: 50 clients, 5 minutes
-    .venv/bin/python bench/soak.py --seconds 40 --warmup 10   # as short as CI's
+    python -m bench soak                          # the full run: 50 clients, 5 minutes
+    python -m bench soak --seconds 40 --warmup 10
 
-The full run builds a demo store (`lineups demo`), starts `lineups serve
---processes 2` (with a private `redis-server` when one is installed), and runs
-`clients` concurrent clients on 127.0.0.1 for `seconds` over a mix of requests:
-/v1/lineups with filters, limits and cursors, CSV pages, /v1/sources,
-/v1/schema/{id}, provenance, share links, unknown paths, bad parameters, bad keys,
-other methods. Each response's status *and* body are checked against the contract
-(`check`): nothing outside it is allowed. It prints one JSON report: statuses,
-latency percentiles, the server's resident memory after the warm-up and at the end.
+The full run builds a demo store (`lineups demo`), starts `lineups serve --processes 2`
+(with a private `redis-server` when one is installed), and runs `clients` concurrent
+clients on 127.0.0.1 for `seconds` over a mix of requests: /v1/lineups with filters,
+limits and cursors, CSV pages, /v1/sources, /v1/schema/{id}, provenance, share links,
+unknown paths, bad parameters, bad keys, other methods. Each response's status *and*
+body are checked against the contract (`bench/soak_checks.py`). Rate limits stay at the
+contract's 100 a minute per key: the load spreads over many keys of the demo buyer,
+except the first `HOT_CLIENTS` clients, which share one key and so meet the limit (429
+with `Retry-After`). Then five share-link exports of the whole result stream over and
+over while GET /v1/sources is timed (`export_window`; target
+`EXPORT_PROBE_P99_TARGET_MS`). It prints one JSON report and writes a result file.
 
-Rate limits stay at the contract's 100 requests per minute per key: the load spreads
-over many keys of the demo buyer (`KEYS_PER_CLIENT` per client), except the first
-`HOT_CLIENTS` clients, which send everything with one key between them and so meet
-the limit (429 with `Retry-After`) within the first minute; requests without a valid
-key share one window per client address.
-
-`bench/soak_exports.py` is the concurrent-exports check: five share-link exports
-streaming while /v1/sources is timed; its target (`EXPORT_PROBE_P99_TARGET_MS`) is
-judged in the full run's report and exit status, never by a test (issue 16 item 16). The tests (tests/reliability) import this module and run
-each check in a short mode against servers they start.
+tests/reliability import this module and run each check in a short mode against
+servers they start; they assert behaviour, the targets are judged here.
 """
 
 from __future__ import annotations
@@ -35,24 +30,31 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
-import sys
+import tempfile
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 from urllib.parse import urlencode, urlsplit
 
-ROOT = Path(__file__).resolve().parents[1]
-for _path in (str(ROOT), str(Path(__file__).resolve().parent)):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+import requests
+from sqlalchemy import select
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
-from processes import Process, RssSampler, free_port, rss_mib  # noqa: E402  (bench/processes.py)
-
-from server_figures import EXPLORER_READY, lineups_command  # noqa: E402  (bench/server_figures.py)
-from soak_checks import Request, check  # noqa: E402  (bench/soak_checks.py)
+from bench.figures import RESULTS, Figure, Target, machine, now, save
+from bench.load import percentiles
+from bench.processes import EXPLORER_READY, Process, RssSampler, free_port, lineups_command, server_rss_mib
+from bench.soak_checks import Request, check
+from bench.stores import build_demo
+from store.access import accounts, links
+from store.database.db import make_engine, make_sessionmaker, transaction
+from store.database.schema import Subscription
+from store.reference.taxonomy import default_taxonomy
+from store.views.lineups import Lineups
+from store.views.query import parse_query
 
 KEYS_PER_CLIENT = 4
 #: Clients 0 to HOT_CLIENTS - 1 send everything with one key.
@@ -96,15 +98,6 @@ def prepare(sessions, secrets: tuple[str, ...], keys: int, buyer_name: str = "De
     """Make `keys` API keys of the demo buyer, five narrow share links and a revoked
     one, and read the buyer's feed ids and some row ids, straight through the store
     (the same functions as `lineups key create` and `lineups link create`)."""
-    from sqlalchemy import select
-
-    from store.access import accounts, links
-    from store.database.db import transaction
-    from store.views.lineups import Lineups
-    from store.database.schema import Subscription
-    from store.views.query import parse_query
-    from store.reference.taxonomy import default_taxonomy
-
     with transaction(sessions) as session:
         buyer = accounts.find_buyer(session, buyer_name)
         made = [accounts.create_key(session, buyer)[0] for _ in range(keys)]
@@ -266,14 +259,6 @@ class LoadReport:
         }
 
 
-def percentiles(ms: list[float]) -> dict:
-    """p50, p90, p99 and max of sorted latencies, in ms."""
-    if not ms:
-        return {"p50": None, "p90": None, "p99": None, "max": None}
-    pick = lambda q: round(ms[min(len(ms) - 1, int(q * len(ms)))], 1)  # noqa: E731
-    return {"p50": pick(0.5), "p90": pick(0.9), "p99": pick(0.99), "max": round(ms[-1], 1)}
-
-
 async def run_load(base_url: str, plan: Plan, clients: int, seconds: float, seed: int = 1,
                    stop: threading.Event | None = None, timeout: float = 30.0,
                    started: float | None = None) -> LoadReport:
@@ -282,8 +267,6 @@ async def run_load(base_url: str, plan: Plan, clients: int, seconds: float, seed
     count from `started` (a `time.monotonic()`; default when the load begins), so that
     a caller that acts during the load (kills a worker) can place its acts on the
     outcomes' clock."""
-    from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
-
     if urlsplit(base_url).hostname != "127.0.0.1":
         raise ValueError("the load only ever targets 127.0.0.1")
     http = AsyncHTTPClient(force_instance=True, max_clients=clients)
@@ -323,28 +306,6 @@ async def run_load(base_url: str, plan: Plan, clients: int, seconds: float, seed
 
 
 # ---------------------------------------------------------------- memory
-def server_pids(pid: int) -> list[int]:
-    """The server process and its workers."""
-    import psutil
-
-    try:
-        parent = psutil.Process(pid)
-        return [pid, *(child.pid for child in parent.children())]
-    except psutil.NoSuchProcess:
-        return []
-
-
-def server_rss_mib(pid: int) -> float:
-    """Resident memory of the server process and its workers, in MiB."""
-    total = 0.0
-    for one in server_pids(pid):
-        try:
-            total += rss_mib(one)
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-    return total
-
-
 def memory_growth(samples: list[tuple[float, float]], warmup: float) -> dict:
     """RSS at the end of the warm-up, at the end, its peak after the warm-up, and the
     growth from the first to the last (in %), of `RssSampler.samples`."""
@@ -390,60 +351,109 @@ def start_redis(folder: Path) -> tuple[subprocess.Popen, str] | None:
     return process, f"redis://127.0.0.1:{port}/0"
 
 
-def build_demo(folder: Path, records: int) -> tuple[str, str]:
-    """(db URL, secret) of a new SQLite store with the demo data set of `records`."""
-    db_url = f"sqlite:///{folder / 'soak.db'}"
-    secret = uuid.uuid4().hex + uuid.uuid4().hex
-    env = {**os.environ, "LINEUPS_DB": db_url, "LINEUPS_SECRET": secret}
-    subprocess.run([*lineups_command(), "demo", "--records", str(records), "--json"], env=env, check=True,
-                   capture_output=True, timeout=1800)
-    return db_url, secret
-
-
 def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def main(argv: Iterable[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--seconds", type=float, default=300)
-    parser.add_argument("--warmup", type=float, default=60, help="seconds of load before memory is compared")
-    parser.add_argument("--records", type=int, default=5000, help="demo records for the soak (as `serve --demo`)")
-    parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--no-redis", action="store_true", help="per-process limits instead of a private Redis")
-    parser.add_argument("--export-records", type=int, default=128_000,
-                        help="demo records for the exports check (128,000 give about 100,000 merged rows); 0 skips it")
-    parser.add_argument("--export-seconds", type=float, default=60)
-    parser.add_argument("--folder", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=None, help="write the JSON report here too")
-    args = parser.parse_args(list(argv) if argv is not None else None)
-    import tempfile
-
-    folder = args.folder or Path(tempfile.mkdtemp(prefix="lineups-soak-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    report: dict = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "load_average_before": load_average()}
-    redis = None if args.no_redis else start_redis(folder)
-    try:
-        report["soak"] = _soak_run(args, folder, redis[1] if redis else None)
-        if args.export_records:
-            from soak_exports import export_run  # it imports this module
-
-            report["exports"] = export_run(args, folder)
-    finally:
-        if redis:
-            redis[0].kill()
-            redis[0].wait()
-    report["load_average_after"] = load_average()
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
-    soak_ok = report["soak"]["violations"] == 0 and report["soak"]["memory"]["growth_pct"] < 10
-    exports_ok = "exports" not in report or report["exports"]["meets_target"]
-    return 0 if soak_ok and exports_ok else 1
+# ---------------------------------------------------------------- exports
+#: Target: /v1/sources p99 while five whole-result exports stream.
+EXPORT_PROBE_P99_TARGET_MS = 100
 
 
+def export_window(base_url: str, share_urls: list[str], seconds: float, probe_keys: list[str],
+                  probe_interval: float = 0.05, idle_seconds: float = 3.0) -> dict:
+    """Stream each share link's CSV over and over for `seconds`, each by its own
+    `curl` process (so that reading 100,000-row bodies does not compete with the
+    probe for this interpreter); meanwhile time GET /v1/sources every
+    `probe_interval` s on a fresh connection, rotating over `probe_keys` so that the
+    rate limit does not answer instead of the endpoint. Returns the exports' rows
+    and times and the probe's latency percentiles, counting only the probes sent
+    while every export was in flight, and those of `idle_seconds` of the probe alone
+    before the exports start."""
+    stop = threading.Event()
+    in_flight = [0]
+    lock = threading.Lock()
+    exports: list[dict] = []
+
+    def export(url: str) -> None:
+        while not stop.is_set():
+            with lock:
+                in_flight[0] += 1
+            try:
+                done = subprocess.run(
+                    ["curl", "--silent", "--show-error", "--output", "/dev/null", "--max-time", "600",
+                     "--write-out", "%{http_code} %{size_download} %{time_total}", url],
+                    capture_output=True, text=True)
+            finally:
+                with lock:
+                    in_flight[0] -= 1
+            status, size, total = (done.stdout.split() + ["0", "0", "0"])[:3]
+            exports.append({"status": int(status), "mib": int(size) / 2**20, "seconds": float(total)})
+
+    probes: list[tuple[float, int, bool]] = []
+    bodies: set[bytes] = set()  # distinct bodies of the probe's 200s: one when all are right
+
+    def probe(until: threading.Event, into: list) -> None:
+        turn = 0
+        while not until.is_set():
+            turn += 1
+            with lock:
+                all_streaming = in_flight[0] == len(share_urls)
+            began = time.monotonic()
+            response = requests.get(f"{base_url}/v1/sources", timeout=30, headers={
+                "X-API-Key": probe_keys[turn % len(probe_keys)], "Connection": "close"})
+            ms = (time.monotonic() - began) * 1000
+            with lock:
+                all_streaming = all_streaming and in_flight[0] == len(share_urls)
+            into.append((ms, response.status_code, all_streaming))
+            if response.status_code == 200 and into is probes:
+                bodies.add(response.content)
+            until.wait(probe_interval)
+
+    idle: list[tuple[float, int, bool]] = []
+    quiet = threading.Event()
+    threading.Timer(idle_seconds, quiet.set).start()
+    probe(quiet, idle)  # the same probe with nothing else running: the machine's own noise
+    threads = [threading.Thread(target=export, args=(url,)) for url in share_urls]
+    threads.append(threading.Thread(target=probe, args=(stop, probes)))
+    for thread in threads:
+        thread.start()
+    stop.wait(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join(600)
+    during = sorted(ms for ms, _, both in probes if both)
+    return {
+        "exports": len(exports),
+        "export_statuses": dict(collections.Counter(e["status"] for e in exports)),
+        "export_mib": round(statistics.median(e["mib"] for e in exports), 1) if exports else None,
+        "export_ms": percentiles(sorted(e["seconds"] * 1000 for e in exports)),
+        "probes": len(probes),
+        "probes_while_all_streaming": len(during),
+        "probe_statuses": dict(collections.Counter(s for _, s, _ in probes)),
+        "probe_distinct_bodies": len(bodies),
+        "probe_ms_while_all_streaming": percentiles(during),
+        "probe_ms_idle": percentiles(sorted(ms for ms, _, _ in idle)),
+    }
+
+
+def export_links(sessions, secrets: tuple[str, ...], base_url: str, count: int, keys: int = 20) -> tuple[list[str], list[str]]:
+    """`count` share links of the demo buyer's whole result, and `keys` keys for the
+    probe (20 keys: 2,000 requests a minute within the contract's limit)."""
+    with transaction(sessions) as session:
+        buyer = accounts.find_buyer(session, "Demo Buyer")
+        urls = [links.url_for(base_url, links.create_link(session, buyer, {}, secrets)[1]) for _ in range(count)]
+        made = [accounts.create_key(session, buyer)[0] for _ in range(keys)]
+    return urls, made
+
+
+def requests_rows(url: str) -> int:
+    with requests.get(url, stream=True, timeout=600) as response:
+        response.raise_for_status()
+        return sum(chunk.count(b"\n") for chunk in response.iter_content(1 << 20)) - 1
+
+
+# ---------------------------------------------------------------- the full run
 def serve(folder: Path, name: str, db_url: str, secret: str, processes: int, redis_url: str | None) -> Process:
     port = free_port()
     env = {"LINEUPS_DB": db_url, "LINEUPS_SECRET": secret, "LINEUPS_BASE_URL": f"http://127.0.0.1:{port}"}
@@ -457,9 +467,7 @@ def serve(folder: Path, name: str, db_url: str, secret: str, processes: int, red
     return Process(command, port, folder / f"{name}.log", env).start("/healthz").wait_for_log(EXPLORER_READY, processes)
 
 
-def _soak_run(args, folder: Path, redis_url: str | None) -> dict:
-    from store.database.db import make_engine, make_sessionmaker
-
+def soak_run(args, folder: Path, redis_url: str | None) -> dict:
     (folder / "soak").mkdir(exist_ok=True)
     db_url, secret = build_demo(folder / "soak", args.records)
     engine = make_engine(db_url)
@@ -472,5 +480,79 @@ def _soak_run(args, folder: Path, redis_url: str | None) -> dict:
     return result
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def export_run(args, folder: Path) -> dict:
+    """A demo store of `args.export_records`, `lineups serve`, five links' exports
+    streaming for `args.export_seconds` while /v1/sources is timed."""
+    (folder / "exports").mkdir(exist_ok=True)
+    db_url, secret = build_demo(folder / "exports", args.export_records)
+    engine = make_engine(db_url)
+    with serve(folder, "exports", db_url, secret, args.processes, None) as server:
+        urls, keys = export_links(make_sessionmaker(engine), (secret,), server.base_url, 5)
+        engine.dispose()
+        warm = [requests_rows(url) for url in urls]  # every worker's view and the CSV columns warm
+        result = export_window(server.base_url, urls, args.export_seconds, keys)
+        result["warm_up_exports_rows"] = warm
+        result["rss_mib_end"] = round(server_rss_mib(server.pid), 1)
+    result.update({"records": args.export_records, "processes": args.processes})
+    p99 = result["probe_ms_while_all_streaming"]["p99"]
+    result["probe_p99_target_ms"] = EXPORT_PROBE_P99_TARGET_MS
+    result["meets_target"] = p99 is not None and p99 < EXPORT_PROBE_P99_TARGET_MS
+    return result
+
+
+def figures_of(report: dict) -> list[Figure]:
+    """The report's figures against their targets, for the result file."""
+    run = report["soak"]
+    section = f"Soak ({run['clients']} clients, {run['processes']} processes)"
+    figures = [
+        Figure("soak.violations", section, "responses outside the contract", "", [run["violations"]], Target("<=", 0)),
+        Figure("soak.rate", section, "responses/s, every one checked", "req/s", [run["rate_per_s"]]),
+        Figure("soak.p99", section, "p99 latency after the warm-up", "ms", [run["latency_ms"]["p99"]]),
+        Figure("soak.memory", section, "server memory growth after the warm-up", "%", [run["memory"]["growth_pct"]],
+               Target("<=", 10)),
+    ]
+    if "exports" in report and report["exports"]["probe_ms_while_all_streaming"]["p99"] is not None:
+        figures.append(Figure("soak.exports.probe_p99", section, "GET /v1/sources p99 while five exports stream", "ms",
+                              [report["exports"]["probe_ms_while_all_streaming"]["p99"]],
+                              Target("<=", EXPORT_PROBE_P99_TARGET_MS)))
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench soak", description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=300)
+    parser.add_argument("--warmup", type=float, default=60, help="seconds of load before memory is compared")
+    parser.add_argument("--records", type=int, default=5000, help="demo records for the soak (as `serve --demo`)")
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--no-redis", action="store_true", help="per-process limits instead of a private Redis")
+    parser.add_argument("--export-records", type=int, default=128_000,
+                        help="demo records for the exports check (128,000 give about 100,000 merged rows); 0 skips it")
+    parser.add_argument("--export-seconds", type=float, default=60)
+    parser.add_argument("--folder", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=None, help="write the JSON report here too")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result file goes")
+    args = parser.parse_args(argv)
+    folder = args.folder or Path(tempfile.mkdtemp(prefix="lineups-soak-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    measured, where = now(), machine()
+    report: dict = {"date": measured, "cpus": os.cpu_count(), "load_average_before": load_average()}
+    redis = None if args.no_redis else start_redis(folder)
+    try:
+        report["soak"] = soak_run(args, folder, redis[1] if redis else None)
+        if args.export_records:
+            report["exports"] = export_run(args, folder)
+    finally:
+        if redis:
+            redis[0].kill()
+            redis[0].wait()
+    report["load_average_after"] = load_average()
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    save("soak", figures_of(report), measured=measured, where=where, store="sqlite", records=args.records, argv=argv,
+         folder=args.results)
+    soak_ok = report["soak"]["violations"] == 0 and report["soak"]["memory"]["growth_pct"] < 10
+    exports_ok = "exports" not in report or report["exports"]["meets_target"]
+    return 0 if soak_ok and exports_ok else 1

@@ -8,7 +8,7 @@ server's resident memory before, while they stall and after the progress timeout
 (`api.exports.ExportLimits.stall_s`), and when the last stalled one was cut off.
 The tests (tests/reliability/test_stalled_exports.py) assert only behaviour.
 
-    .venv/bin/python bench/stalled_exports.py --out stalled.json
+    python -m bench stalled-exports --out stalled.json
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import socket
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from processes import Process, free_port, rss_mib  # noqa: E402  (bench/processes.py)
-from soak import build_demo, export_links, lineups_command, requests_rows  # noqa: E402  (bench/soak.py)
+from bench.processes import Process, free_port, lineups_command, rss_mib
+from bench.soak import export_links, requests_rows
+from bench.stores import build_demo
+from store.database.db import make_engine, make_sessionmaker
 
 
 def stall(base_url: str, url: str) -> tuple[socket.socket, int]:
@@ -65,17 +65,14 @@ def stall_round(server: Process, base_url: str, urls: list[str], clients: int) -
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench stalled-exports", description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=60_000)
     parser.add_argument("--clients", type=int, default=40)
     parser.add_argument("--links", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=2, help="stall rounds, one after the other (memory given back?)")
     parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
-
-    from store.database.db import make_engine, make_sessionmaker
-
+    args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="lineups-stalled-"))
     db_url, secret = build_demo(folder, args.records)
     port = free_port()
@@ -98,6 +95,3 @@ def main() -> int:
         args.out.write_text(text + "\n")
     return 0 if all(r["still_open"] == 0 for r in rounds) else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

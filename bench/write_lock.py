@@ -9,7 +9,7 @@ without it, and how long after the lock is released the notes of use (the link's
 use count) are in the store. The test (tests/reliability/test_write_lock.py)
 asserts only behaviour: 200 within seconds, never 500.
 
-    .venv/bin/python bench/write_lock.py --out write-lock.json
+    python -m bench write-lock --out write-lock.json
 """
 
 from __future__ import annotations
@@ -18,16 +18,18 @@ import argparse
 import collections
 import json
 import sqlite3
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from soak import build_demo, lineups_command, percentiles  # noqa: E402  (bench/soak.py)
-from processes import Process, free_port  # noqa: E402  (bench/processes.py)
+from bench.load import percentiles
+from bench.processes import Process, free_port, lineups_command
+from bench.stores import build_demo
+from store.access import accounts, links
+from store.database.db import make_engine, make_sessionmaker, transaction
+from store.database.schema import ShareLink
 
 
 def probe_round(base_url: str, key: str, share_url: str) -> list[tuple[str, int, float]]:
@@ -57,18 +59,13 @@ def summary(rows: list[tuple[str, int, float]]) -> dict:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench write-lock", description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=5000)
     parser.add_argument("--seconds", type=float, default=35.0)
     parser.add_argument("--interval", type=float, default=0.5)
     parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
-
-    from store.access import accounts, links
-    from store.database.db import make_engine, make_sessionmaker, transaction
-    from store.database.schema import ShareLink
-
+    args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="lineups-write-lock-"))
     db_url, secret = build_demo(folder, args.records)
     engine = make_engine(db_url)
@@ -118,6 +115,3 @@ def main() -> int:
     failures = [row for row in locked if row[1] != 200]
     return 0 if not failures and written_after is not None else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

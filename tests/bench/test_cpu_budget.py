@@ -1,4 +1,4 @@
-"""`bench/processes.cpu_budget`: what `bench/scaling.py --worker-cpus` holds each server
+"""`bench.processes.cpu_budget`: what `python -m bench scaling --worker-cpus` holds each server
 process to, so that PostgreSQL has the rest of the cores (issue 15's two-process
 target, measured as if PostgreSQL ran on cores of its own)."""
 
@@ -12,9 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-from processes import CPU_CGROUPS, cpu_budget, cpu_budget_available  # noqa: E402
+from bench.processes import CPU_CGROUPS, cpu_budget, cpu_budget_available
 
 pytestmark = pytest.mark.skipif(not cpu_budget_available(), reason="no writable cgroup v1 CPU controller (root on Linux)")
 

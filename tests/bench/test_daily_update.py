@@ -1,31 +1,23 @@
-"""The benchmark's daily update (`bench/daily.py`, a step of `bench/mixed.py`, issue 15): its figure is the median
+"""The benchmark's daily update (`bench/daily.py`, a step of the mixed workload, issue 15): its figure is the median
 of several updates, each in a fresh process and each a different change of the store,
 so that one slow or fast update, or the same change asked again, cannot make it."""
 
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "bench")]
-
-import daily  # noqa: E402
-import dataset as bench_dataset  # noqa: E402
-import mixed  # noqa: E402
-
-from store.database.db import make_sessionmaker, transaction  # noqa: E402
-from store.database.schema import Feed, Record, RecordRevision  # noqa: E402
+from bench import daily, stores
+from store.database.db import make_sessionmaker, transaction
+from store.database.schema import Feed, Record, RecordRevision
 
 
 @pytest.mark.slow
 def test_the_daily_update_figure_is_the_median_of_different_changes(tmp_path):
-    store = bench_dataset.build_store(tmp_path, 2_000)
-    mixed.add_buyers(store)
+    store = stores.build_store(tmp_path, 2_000)
+    stores.add_buyers(store)
     feed_id = store.feed_ids[0]
     engine = store.engine()
     sessions = make_sessionmaker(engine)

@@ -1,32 +1,28 @@
-"""The benches' own PostgreSQL server (`bench/own_postgres.py`, `--own-pg`): it runs
+"""The benches' own PostgreSQL server (`bench.stores.own_server`, `--own-pg`): it runs
 with the settings docs/deploying.md recommends for the machine's memory, holds a
 store, and leaves nothing behind."""
 
 from __future__ import annotations
 
 import socket
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
+from bench import stores
 from store.database.db import make_engine
 from tests.conftest import need_service
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import own_postgres  # noqa: E402
 
 
 def test_the_benches_own_server_runs_with_the_recommended_settings_and_is_removed_after():
     try:
-        own_postgres._binaries()
+        stores.pg_binaries()
     except RuntimeError as error:
         need_service("PostgreSQL's server programs", error)
     memory = 2 * 2**30  # a 2 GiB machine: a quarter for shared buffers
-    with own_postgres.own_server(memory) as url:
+    with stores.own_server(memory) as url:
         engine = make_engine(url)
         try:
             with engine.begin() as connection:

@@ -1,6 +1,6 @@
 """Fixtures of the load and fault tests (issue 9): `lineups serve` processes over a
 store with the demo data set, and the soak's load generator and contract checks
-(`bench/soak.py`, `bench/soak_checks.py`), which these tests run in a short mode.
+(`bench.soak`, `bench.soak_checks`), which these tests run in a short mode.
 
 The servers are started by tests/production's `served` fixture, a private Redis by
 its `own_redis`; the store is this test's fresh SQLite store (tests/conftest.py)
@@ -12,18 +12,13 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
+from bench import soak as soak_module
 from store.database.db import transaction
 from tests.production.conftest import served, store_env  # noqa: F401 - fixtures
 from tests.production.test_shared_limits import own_redis  # noqa: F401 - fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
 
 #: The demo's calls are placed around today, as `lineups serve --demo` places them: the
 #: explorer opens on calls from today on, so a fixed day would empty it as time passes.
@@ -64,14 +59,10 @@ def demo_store(sessions, store_settings):
 @pytest.fixture
 def soak():
     """The soak module (bench/soak.py)."""
-    import soak as module
-
-    return module
+    return soak_module
 
 
 @pytest.fixture
 def soak_exports():
-    """The soak's concurrent-exports check (bench/soak_exports.py)."""
-    import soak_exports as module
-
-    return module
+    """The soak's concurrent-exports check (`export_window`, bench/soak.py)."""
+    return soak_module

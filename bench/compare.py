@@ -1,12 +1,12 @@
 """The mixed workload's page pass, this tree against an earlier commit, on one store:
 for a change to the read path, the figure that a busy shared machine cannot blur.
 
-    .venv/bin/python bench/compare_pages.py REV [--records 250000] [--rounds 2]
+    python -m bench compare REV [--records 250000] [--rounds 2]
 
-Builds one bench store with the mixed workload's buyers and views (`mixed.add_buyers`),
+Builds one bench store with the mixed workload's buyers and views (`stores.add_buyers`),
 then alternates a fresh `lineups serve` of REV (a git worktree, put first on
 PYTHONPATH) and of this tree, each asked a different set of `--queries` distinct first
-pages from 4 clients (`mixed.questions`, `mixed.load_pass`), on a fresh copy of the
+pages from 4 clients (`stores.questions`, `load.load_pass`), on a fresh copy of the
 store each time. Prints pages/s, p50 and p99 of each pass with the load average at its
 start. Load only targets 127.0.0.1; every process and the worktree are removed.
 """
@@ -21,8 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dataset import build_store
-from mixed import add_buyers, load_pass, path_of, questions, start_server
+from bench.load import load_pass
+from bench.stores import add_buyers, build_store, path_of, questions, start_server
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -45,8 +45,8 @@ def one_pass(dataset, buyers, pristine: Path, live: Path, folder: Path, source: 
         os.environ.pop("PYTHONPATH", None)
 
 
-def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench compare", description=__doc__.splitlines()[0])
     parser.add_argument("rev", help="the earlier commit to compare with")
     parser.add_argument("--records", type=int, default=250_000)
     parser.add_argument("--queries", type=int, default=1_500)
@@ -73,7 +73,3 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a command
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(worktree)], check=False)
     return 0
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    raise SystemExit(main())

@@ -1,30 +1,32 @@
-"""How fast the merge engine (contract C2, `store.merging.merge`) is on a large synthetic store.
+"""What building a view costs: the merge engine (contract C2, `store.merging.merge`) cold
+on a large synthetic store, against a straightforward pandas merge.
+
+    python -m bench merge [--records N] [--runs 3]
 
 Builds a deterministic record frame shaped like the store's (default 1,000,000 records:
 200,000 vessel calls, 20 feeds, each call reported by about 5 feeds with a few days of
 ETA jitter, about 1% of calls with a counterparty disagreement, blanks everywhere),
-then times `merge` cold (median, min and max of several runs) against a
-straightforward pandas merge in this file (sort, diff/cumsum, groupby-last; it ignores
-counterparty splits and ids, so it does less work), and reports peak memory.
-
-    PYTHONPATH=. .venv/bin/python bench/merge_bench.py [--records N] [--runs 3] [--seed 7]
+then times `merge` cold against `baseline_merge` (sort, diff/cumsum, groupby-last; it
+ignores counterparty splits and ids, so it does less work), and its peak memory.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import resource
 import statistics
-import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from bench.figures import RESULTS, Figure, Target, machine, now, print_figures, save
 from store.merging import columns
 from store.merging.merge import merge
+
+MIB = 2**20
 
 DAY = 86_400
 FEEDS = 20
@@ -155,40 +157,35 @@ def peak_traced(function, records: pd.DataFrame) -> int:
     return peak
 
 
-def _summary(label: str, times: list[float]) -> str:
-    return (
-        f"{label:9s} median {statistics.median(times):6.3f} s"
-        f"  (min {min(times):.3f}, max {max(times):.3f}, {len(times)} runs)"
-    )
+def merge_figures(records: int, runs: int) -> list[Figure]:
+    """The cold merge of `records` synthetic records against the straightforward pandas
+    merge, and the engine's peak memory."""
+    frame = make_records(records)
+    engine_times, rows = timed(merge, frame, runs)
+    groups = len(rows)
+    del rows
+    base_times, _ = timed(baseline_merge, frame, runs)
+    peaks = [peak_traced(merge, frame) / MIB for _ in range(max(1, runs // 2))]
+    del frame
+    gc.collect()
+    return [
+        Figure("merge.cold", "Merge", f"cold merge of {records:,} visible records ({groups:,} rows)", "s",
+               engine_times, Target("<=", 1.0),
+               ("straightforward pandas merge (sort, diff/cumsum, groupby-last)", statistics.median(base_times))),
+        Figure("merge.memory", "Merge", "cold merge: peak memory allocated (tracemalloc)", "MiB", peaks,
+               Target("<=", 1.5 * 1024)),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench merge", description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result file goes")
     args = parser.parse_args(argv)
-
-    start = time.perf_counter()
-    records = make_records(args.records, args.seed)
-    print(f"{len(records):,} records generated in {time.perf_counter() - start:.1f} s")
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    engine_times, rows = timed(merge, records, args.runs)
-    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{len(rows):,} merged rows; {int((rows['_members'] > 1).sum()):,} of several records")
-    print(_summary("engine", engine_times))
-    if not args.no_baseline:
-        base_times, base = timed(baseline_merge, records, args.runs)
-        print(f"{len(base):,} baseline rows (no counterparty splits)")
-        print(_summary("baseline", base_times))
-        ratio = statistics.median(base_times) / statistics.median(engine_times)
-        print(f"ratio     baseline / engine = {ratio:.2f}x")
-    traced = peak_traced(merge, records) / 2**20
-    print(f"memory    engine peak allocations {traced:,.0f} MiB (tracemalloc)")
-    print(f"memory    process max RSS {rss_before:,.0f} MiB before the engine runs, {rss_after:,.0f} MiB after")
+    measured, where = now(), machine()
+    figures = merge_figures(args.records, args.runs)
+    print_figures(figures)
+    save("merge", figures, measured=measured, where=where, store="memory", records=args.records,
+         argv=argv, folder=args.results)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,14 +1,13 @@
-"""The mixed workload's Datasette step (`bench/mixed.py`, issue 15): the same distinct
-questions asked of Datasette 0.65 over the same raw records, as it comes and set up
-as a user serving them as an API would (`TUNED_INDEXES`, `TUNED_ARGS`), with the
+"""What a user would pick instead, a step of the mixed workload (issue 15): the same
+distinct questions asked of Datasette 0.65 over the same raw records, as it comes and
+set up as a user serving them as an API would (`TUNED_INDEXES`, `TUNED_ARGS`), with the
 filters it can express (a buyer's feeds, port, country, commodity leaves, dates; no
-merge, no `latest`).
+merge, no `latest`). Datasette reads SQLite files: on PostgreSQL the step is left out.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import shutil
 import sqlite3
@@ -18,11 +17,10 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlencode
 
-from dataset import Dataset
-from figures import Figure
-from mixed import Buyers, Pass, load_pass
-from processes import Process, free_port, rss_mib
-
+from bench.figures import Figure
+from bench.load import LoadResult, load_pass
+from bench.processes import Process, free_port, rss_mib
+from bench.stores import Buyers, Dataset
 from store.reference.taxonomy import default_taxonomy
 
 
@@ -61,9 +59,8 @@ def datasette_path(params: dict, feeds: tuple[str, ...]) -> str | None:
 #: Datasette set up as a user who serves these questions as an API would: indexes for
 #: the filters, each with the order after it, and pages without the total count and
 #: facets that Datasette adds to every table page by default (the service's pages
-#: carry neither). Found 2026-11-29: out of the box, a question took Datasette 4-5 s
-#: at 1,000,000 demo records, nearly all of it counting and suggesting facets; with
-#: these, 0.01-0.02 s.
+#: carry neither): out of the box nearly all of a question's time is counting and
+#: suggesting facets.
 TUNED_INDEXES = (("eta",), ("port_unlocode", "eta"), ("country_name", "eta"), ("commodity_leaf", "eta"), ("feed_id", "eta"))
 TUNED_ARGS = "&_nocount=1&_nofacet=1&_nosuggest=1"
 
@@ -86,7 +83,7 @@ def tuned_copy(db: str, folder: Path) -> str:
 
 def datasette_pass(
     dataset: Dataset, buyers: Buyers, asks: list[tuple[str, str, dict]], folder: Path, tuned: bool = False
-) -> tuple[Pass, float]:
+) -> tuple[LoadResult, float]:
     """The questions of `asks` against Datasette over the same SQLite file (read-only,
     immutable), or with `tuned` over a copy of its records set up as `TUNED_INDEXES`
     and `TUNED_ARGS` say; and its memory after the pass."""
@@ -107,13 +104,10 @@ def datasette_pass(
             shutil.rmtree(Path(db).parent, ignore_errors=True)
 
 
-def datasette_figures(dataset: Dataset, buyers: Buyers, asks: list[tuple[str, str, dict]], folder: Path,
-                      raw: dict) -> list[Figure]:
-    """The mixed workload's Datasette step: the same questions of Datasette as it comes,
-    then set up as an API (`datasette_pass`); its figures, and its raw results in `raw`."""
+def datasette_figures(dataset: Dataset, buyers: Buyers, asks: list[tuple[str, str, dict]], folder: Path) -> list[Figure]:
+    """The same questions of Datasette as it comes, then set up as an API (`datasette_pass`)."""
     figures: list[Figure] = []
     theirs, their_rss = datasette_pass(dataset, buyers, asks, folder)
-    raw.update(datasette=dataclasses.asdict(theirs), datasette_rate=theirs.rate, datasette_rss_mib=their_rss)
     figures += [
         Figure("datasette.rate", "Mixed workload", "Datasette 0.65 over the raw records, same questions: pages/s",
                "req/s", [theirs.rate]),
@@ -122,7 +116,6 @@ def datasette_figures(dataset: Dataset, buyers: Buyers, asks: list[tuple[str, st
         Figure("datasette.rss", "Mixed workload", "Datasette: RSS after the pass", "MiB", [their_rss]),
     ]
     tuned, _ = datasette_pass(dataset, buyers, asks, folder, tuned=True)
-    raw.update(datasette_tuned=dataclasses.asdict(tuned), datasette_tuned_rate=tuned.rate)
     figures += [
         Figure("datasette_tuned.rate", "Mixed workload",
                "Datasette set up as an API (indexes for the filters and eta; no count or facets per page): pages/s",

@@ -16,29 +16,30 @@ then a **fresh** `python -m explorer` process and an empty headless Chromium
   merged, a date window, a sort by quantity): from the change to the new row count on
   screen and no longer "updating…". Every change asks a question not asked before.
 
-    python bench/explorer_scale.py                    # 250k and 1M records
-    python bench/explorer_scale.py --records 20000    # a quick look
+    python -m bench explorer                    # 250k and 1M records
+    python -m bench explorer --records 20000    # a quick look
 
-Writes docs/benchmarks-explorer.json and .md (and a PNG chart of the times per size).
+Each size writes one result file.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
-import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from playwright.sync_api import expect, sync_playwright
 
-sys.path.insert(0, str(REPO / "bench"))
-from processes import Process, free_port, rss_mib  # noqa: E402
+from bench.figures import RESULTS, Figure, Target, machine, now, print_figures, save, say
+from bench.processes import Process, free_port, rss_mib
+from store.database.db import create_schema, engine_for, make_sessionmaker, transaction
+from store.intake.demo import load_demo
+from store.settings import Settings
+from store.views import builds
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -52,16 +53,11 @@ COLD_RUNS = 3
 
 
 def log(text: str) -> None:
-    print(f"[{dt.datetime.now():%H:%M:%S}] {text}", flush=True)
+    say("explorer", text)
 
 
 def build_store(folder: Path, records: int) -> tuple[str, dict, float, float]:
     """(db URL, demo payload, seconds loading, seconds building the buyer's views)."""
-    from store.database.db import create_schema, engine_for, make_sessionmaker, transaction
-    from store.intake.demo import load_demo
-    from store.settings import Settings
-    from store.views import builds
-
     settings = Settings(db_url=f"sqlite:///{folder / 'lineups.db'}", secrets=(SECRET,))
     engine = engine_for(settings)
     create_schema(engine)
@@ -153,8 +149,6 @@ def charts_drawn(page, rows_s: float) -> float:
 
 def change(page, action) -> tuple[float, float]:
     """Seconds from `action` to the new count on screen, and to the charts drawn."""
-    from playwright.sync_api import expect
-
     count = page.locator(".row-count p").first
     before = count.inner_text()
     watch_charts(page)
@@ -176,8 +170,6 @@ def pick_commodity(page, name: str) -> None:
 
 def measure(records: int, folder: Path, store: tuple[str, dict] | None = None) -> dict:
     """Times of one size; `store` (db URL, demo payload) reuses a store built before."""
-    from playwright.sync_api import sync_playwright
-
     if store is None:
         log(f"{records:,} records: building the store")
         db_url, payload, loaded, built = build_store(folder, records)
@@ -250,85 +242,33 @@ def _date(page, name: str, day: dt.date) -> None:
     box.press("Enter")
 
 
-def report(results: list[dict], out: Path) -> None:
-    load = os.getloadavg()[0]
-    payload = {"measured_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-               "load_average_1m_at_end": round(load, 2), "cpus": os.cpu_count(), "runs": results}
-    out.with_suffix(".json").write_text(json.dumps(payload, indent=2) + "\n")
-    lines = [
-        "# The explorer at store size",
-        "",
-        f"Measured {payload['measured_at']} by `bench/explorer_scale.py` on this {os.cpu_count()}-core machine "
-        f"(load average {load:.1f} at the end): a fresh SQLite store of the demo data per size, the demo "
-        "buyer's views built as after `lineups demo`, a fresh `python -m explorer`, headless Debian Chromium. "
-        f"Targets (issue 17): first view ≤ 2 s cold, filter change ≤ 1 s. First view cold: the median of {COLD_RUNS} "
-        "fresh explorer processes' first sign-ins (each run's times in the JSON).",
-        "",
-        "The rows come first, the charts when their totals are summed (the table does not wait for them): "
-        "both times are given, from the sign-in or the change.",
-        "",
-        "| records | first view cold | warm | charts drawn cold | filter change median | slowest | explorer RSS | rows on the first view |",
-        "|--:|--:|--:|--:|--:|--:|--:|---|",
+def figures_of(result: dict) -> list[Figure]:
+    section = "Explorer at store size"
+    one = lambda key: [] if result.get(key) is None else [result[key]]  # noqa: E731 - none when every change failed
+    return [
+        Figure("explorer.scale.first_view", section, f"first view, cold (median of {COLD_RUNS} fresh explorer processes)",
+               "s", result["first_view_cold_runs_s"], Target("<=", 2.0)),
+        Figure("explorer.scale.first_view_warm", section, "first view, warm (a later sign-in)", "s",
+               one("first_view_warm_s")),
+        Figure("explorer.scale.charts", section, "both charts drawn after sign-in, cold", "s", one("charts_cold_s")),
+        Figure("explorer.scale.filter_median", section, "filter change to the new count on screen: median of 8", "s",
+               one("filter_change_median_s"), Target("<=", 1.0)),
+        Figure("explorer.scale.filter_max", section, "filter change: the slowest of 8", "s",
+               one("filter_change_max_s"), Target("<=", 1.0)),
+        Figure("explorer.scale.rss", section, "explorer process RSS after the changes", "MiB", one("explorer_rss_mib")),
     ]
-    for r in results:
-        lines.append(
-            f"| {r['records']:,} | {r['first_view_cold_s']:.2f} s ({min(r['first_view_cold_runs_s']):.2f}–"
-            f"{max(r['first_view_cold_runs_s']):.2f}) | {r.get('first_view_warm_s', float('nan')):.2f} s | "
-            f"{r.get('charts_cold_s', float('nan')):.2f} s | "
-            f"{r.get('filter_change_median_s') or float('nan'):.2f} s | {r.get('filter_change_max_s') or float('nan'):.2f} s | "
-            f"{r.get('explorer_rss_mib', 0):.0f} MiB | {r.get('rows_on_first_view', '')} |"
-        )
-    lines += ["", "Each filter change, in order (seconds to the new count on screen / to the charts drawn):", "",
-              "| change | " + " | ".join(f"{r['records']:,}" for r in results) + " |",
-              "|---|" + "--:|" * len(results)]
-
-    def cell(r: dict, label: str) -> str:
-        rows, charts = r["filter_changes_s"].get(label), r.get("charts_after_change_s", {}).get(label)
-        return "–" if rows is None else f"{rows:.2f} / {charts:.2f}"
-
-    for label in results[0].get("filter_changes_s", {}):
-        lines.append(f"| {label} | " + " | ".join(cell(r, label) for r in results) + " |")
-    lines += ["", "Store build per size (not part of the figures): "
-              + "; ".join(f"{r['records']:,}: loaded in {r['load_s']:.0f} s, views in {r['views_s']:.0f} s" for r in results),
-              "", "![Times per store size](benchmarks-explorer.png)", ""]
-    out.with_suffix(".md").write_text("\n".join(lines))
-    _chart(results, out.with_suffix(".png"))
 
 
-def _chart(results: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    sizes = [r["records"] for r in results]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for key, label in (("first_view_cold_s", "first view, cold"), ("first_view_warm_s", "first view, warm"),
-                       ("filter_change_median_s", "filter change, median"), ("filter_change_max_s", "filter change, slowest")):
-        ax.plot(sizes, [r.get(key) for r in results], marker="o", label=label)
-    ax.axhline(2.0, color="grey", linestyle="--", linewidth=1)
-    ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
-    ax.set_xscale("log")
-    ax.set_xlabel("records in the store")
-    ax.set_ylabel("seconds")
-    ax.set_title("The explorer in a browser, by store size")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench explorer", description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, nargs="+", default=[250_000, 1_000_000])
-    parser.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks-explorer")
-    args = parser.parse_args()
-    results = []
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result files go")
+    args = parser.parse_args(argv)
     for records in args.records:
+        measured, where = now(), machine()
         with tempfile.TemporaryDirectory(prefix=f"lineups-explorer-{records}-") as folder:
-            results.append(measure(records, Path(folder)))
-    report(results, args.out)
-    log(f"written {args.out.with_suffix('.md')}")
-
-
-if __name__ == "__main__":
-    main()
+            figures = figures_of(measure(records, Path(folder)))
+        print_figures(figures)
+        save("explorer", figures, measured=measured, where=where, store="sqlite", records=records, argv=argv,
+             folder=args.results)
+    return 0

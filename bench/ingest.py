@@ -1,13 +1,13 @@
-"""How fast `lineups ingest` loads a large feed file (contract C11; target ≥50,000 rows/s
-into SQLite on a 1,000,000-row file).
+"""How fast `lineups ingest` loads a large feed file (contract C11: ≥ 50,000 rows/s into
+SQLite on a 1,000,000-row file).
+
+    python -m bench ingest [--records N] [--runs 3] [--pg URL]
 
 Writes a deterministic feed file shaped like the demo feeds (real ports, valid IMO
-numbers, blanks, spelling variants), then times validation + upsert of the whole
-file into a fresh SQLite store, and into a fresh PostgreSQL schema when one answers.
-The reference in the same run is the floor of the work: the same rows written with a
-bare `sqlite3` executemany, no validation.
-
-    .venv/bin/python bench/ingest_bench.py [--records N] [--runs 3] [--pg URL]
+numbers, blanks, spelling variants), then times validation + upsert of the whole file
+into a fresh SQLite store, and into a fresh PostgreSQL schema when one answers. The
+reference in the same run is the floor of the work: the same rows written with a bare
+`sqlite3` executemany, no validation, alternated with the ingest runs.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from pathlib import Path
 import pandas as pd
 from sqlalchemy import text
 
-from store.intake import demo, feeds, ingest
+from bench.figures import RESULTS, Figure, Target, machine, missing, now, print_figures, save
 from store.database.db import create_schema, make_engine, make_sessionmaker, transaction
+from store.intake import demo, feeds, ingest
 
 ANCHOR = dt.date(2026, 11, 23)
 
@@ -33,8 +34,7 @@ ANCHOR = dt.date(2026, 11, 23)
 def write_feed_file(path: Path, records: int, seed: int = 11) -> int:
     """A feed CSV of `records` rows; returns the row count."""
     # The demo feeds report ~0.6 records per call: make enough calls for `records`,
-    # more if a first guess falls short (until 2026-11-27 it wrote 788,169 rows when
-    # asked for 1,000,000).
+    # more if a first guess falls short.
     wanted = int(records / 0.6) + 10
     while True:
         calls = demo.build_calls(seed, wanted, ANCHOR)
@@ -132,21 +132,35 @@ def _rates(rows: int, times: list[float]) -> dict:
     }
 
 
+def ingest_figures(records: int, runs: int, pg_url: str | None) -> list[Figure]:
+    """Rows/s of a `records`-row CSV into SQLite (reference: bare executemany) and into
+    PostgreSQL when it answers."""
+    result = measure(records, runs, pg_url)
+    rows = result["rows"]
+    label = f"{rows:,}-row CSV, validated and upserted"
+    bare = [rows / t for t in result["bare_sqlite"]["times"]]
+    figures = [Figure("ingest.sqlite", "Ingest", f"{label} into SQLite", "rows/s",
+                      [rows / t for t in result["sqlite"]["times"]], Target(">=", 50_000),
+                      ("bare sqlite3 executemany, no validation", statistics.median(bare)))]
+    if result.get("postgresql"):
+        figures.append(Figure("ingest.postgresql", "Ingest", f"{label} into PostgreSQL", "rows/s",
+                              [rows / t for t in result["postgresql"]["times"]]))
+    else:
+        figures.append(missing("ingest.postgresql", "Ingest", f"{label} into PostgreSQL", "rows/s",
+                               "PostgreSQL did not answer" if pg_url else "no PostgreSQL URL given"))
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench ingest", description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--pg", default=None, help="PostgreSQL URL (optional)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result file goes")
     args = parser.parse_args(argv)
-    result = measure(args.records, args.runs, args.pg)
-    for name in ("sqlite", "bare_sqlite", "postgresql"):
-        figures = result.get(name)
-        if figures:
-            print(f"{name:12s} {figures['median']:>10,.0f} rows/s (min {figures['min']:,.0f}, max {figures['max']:,.0f})")
-    ratio = result["sqlite"]["median"] / result["bare_sqlite"]["median"]
-    print(f"ingest / bare executemany: {ratio:.2f}")
+    measured, where = now(), machine()
+    figures = ingest_figures(args.records, args.runs, args.pg)
+    print_figures(figures)
+    save("ingest", figures, measured=measured, where=where, store="sqlite", records=args.records,
+         argv=argv, folder=args.results)
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
