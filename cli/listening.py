@@ -1,6 +1,6 @@
 """Where `lineups serve` listens: one socket that every process shares, or, with
 `--processes N` on Linux, a socket of its own in each worker (production issue;
-the measurement that found it: docs/benchmarks-scaling.md, "The run before").
+found by `python -m bench scaling`).
 
 Workers that accept on one shared socket share its connections badly: the worker
 that wakes first takes the connection, and keep-alive clients stay on the worker

@@ -11,5 +11,5 @@
 - `store.views.lineups`: what the API, the share links and the explorer call: pages,
   counts, whole results a block at a time, provenance. Holds no data between calls.
 
-docs/architecture.md tells the whole story; docs/performance.md what it costs.
+docs/architecture.md tells the whole story, and what it costs.
 """

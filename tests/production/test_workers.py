@@ -53,8 +53,8 @@ def test_keep_alive_connections_are_spread_over_the_workers(tiny_store, served):
     """Clients that open their keep-alive connections while one worker is busy (here:
     stopped with SIGSTOP for a moment) still reach both workers. On one socket that
     every worker accepted on, the free worker took every such connection and kept it
-    for good (docs/benchmarks-scaling.md, "The run before": 4
-    keep-alive connections, 1,501 requests against 0); with a socket per worker the
+    for good (`python -m bench scaling` measured 4 keep-alive connections
+    give one worker 1,501 requests and the other none); with a socket per worker the
     busy worker's share waits in its own socket's queue until it is free."""
     server = served(tiny_store["env"], "--per-process-limits", processes=2)
     workers = server.workers()

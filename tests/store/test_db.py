@@ -103,7 +103,7 @@ def test_a_read_on_the_primary_runs_statement_by_statement_and_on_a_replica_in_o
 
 def test_a_new_sqlite_store_has_8_kib_pages_and_an_older_store_with_4_kib_pages_is_served_as_it_is(tmp_path, monkeypatch):
     """8 KiB pages: a daily update's writes at random places of the views' trees, a
-    page a system call, take ~28% fewer calls (docs/performance.md). A store made
+    page a system call, take ~28% fewer calls (docs/architecture.md). A store made
     before keeps SQLite's 4 KiB until an operator converts it (docs/deploying.md): this
     code opens it, brings its views up to date and reads them as the merge says."""
     engine = db.make_engine(f"sqlite:///{tmp_path / 'new.db'}")
