@@ -41,8 +41,9 @@ a 100,000-record feed file is ingested and a daily update arrives.
 
 ## Measuring on your machine
 
-Every workload is one command; each run writes one small JSON file under
-`bench/results/`, and `python -m bench report` makes this page from them.
+Every workload is one command, run from the repository's root; each run writes one
+small JSON file under `bench/results/` (commit it), and `python -m bench report` makes
+this page from them.
 
 ```sh
 .venv/bin/python -m bench                                   # the workloads
