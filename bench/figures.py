@@ -9,6 +9,7 @@ is made from the result files (`bench/report.py`), never by hand.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import json
@@ -100,6 +101,15 @@ def missing(id: str, section: str, label: str, unit: str, why: str, target: Targ
 def say(name: str, message: str) -> None:
     """A progress line on stderr."""
     print(f"[{name} {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def stage(name: str, what: str):
+    """Progress lines around a step: what it does, with the load average, and its seconds."""
+    say(name, f"{what} … (load {'/'.join(f'{x:.2f}' for x in os.getloadavg())})")
+    start = time.perf_counter()
+    yield
+    say(name, f"{what}: {time.perf_counter() - start:.1f} s")
 
 
 def print_figures(figures: list[Figure]) -> None:

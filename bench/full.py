@@ -38,7 +38,7 @@ from urllib.parse import urlencode
 import pandas as pd
 import requests
 
-from bench.figures import RESULTS, Figure, Target, machine, missing, now, print_figures, save, say
+from bench.figures import RESULTS, Figure, Target, machine, missing, now, print_figures, save, say, stage
 from bench.ingest import ingest_figures
 from bench.load import LoadResult, measure_load
 from bench.merge import merge_figures
@@ -260,11 +260,8 @@ def explorer_figures(folder: Path, runs: int) -> list[Figure]:
 
 # ---------------------------------------------------------------- the run
 def step(name: str, function, *args, **kwargs):
-    say("bench", f"{name} …")
-    start = time.perf_counter()
-    result = function(*args, **kwargs)
-    say("bench", f"{name}: {time.perf_counter() - start:.1f} s")
-    return result
+    with stage("bench", name):
+        return function(*args, **kwargs)
 
 
 def measure(args: argparse.Namespace, folder: Path) -> list[Figure]:

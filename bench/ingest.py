@@ -22,9 +22,9 @@ import uuid
 from pathlib import Path
 
 import pandas as pd
-from sqlalchemy import text
 
 from bench.figures import RESULTS, Figure, Target, machine, missing, now, print_figures, save
+from bench.stores import fresh_schema
 from store.database.db import create_schema, make_engine, make_sessionmaker, transaction
 from store.intake import demo, feeds, ingest
 
@@ -82,69 +82,40 @@ def bare_sqlite_once(path: Path, folder: Path) -> float:
     return time.perf_counter() - start
 
 
-def measure(records: int, runs: int, pg_url: str | None) -> dict:
-    """Median/min/max rows per second for each target; PostgreSQL when it answers."""
+def _pg_times(pg_url: str, path: Path, runs: int) -> list[float] | None:
+    """Seconds of `runs` ingests of the file, each into a fresh schema; None when
+    PostgreSQL does not answer (the figure is optional)."""
+    engine = make_engine(pg_url)
+    try:
+        engine.connect().close()
+    except Exception:  # noqa: BLE001 - any failure to connect
+        return None
+    finally:
+        engine.dispose()
+    times = []
+    for _ in range(runs):
+        with fresh_schema(pg_url) as schema:
+            times.append(ingest_once(pg_url, path, schema))
+    return times
+
+
+def ingest_figures(records: int, runs: int, pg_url: str | None) -> list[Figure]:
+    """Rows/s of a `records`-row CSV into SQLite (reference: bare executemany, runs
+    alternated so that both see the same machine) and into PostgreSQL when it answers."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         path = folder / "feed.csv"
         rows = write_feed_file(path, records)
-        results = {"rows": rows}
-        sqlite_times, bare_times = [], []
-        for i in range(runs):  # alternated, so that both see the same load on the machine
-            sqlite_times.append(ingest_once(f"sqlite:///{folder / f'run{i}.db'}", path))
-            bare_times.append(bare_sqlite_once(path, folder))
-        results["sqlite"] = _rates(rows, sqlite_times)
-        results["bare_sqlite"] = _rates(rows, bare_times)
-        if pg_url:
-            results["postgresql"] = _pg(pg_url, path, rows, runs)
-    return results
-
-
-def _pg(pg_url: str, path: Path, rows: int, runs: int) -> dict | None:
-    try:
-        admin = make_engine(pg_url)
-        with admin.connect():
-            pass
-    except Exception:  # noqa: BLE001 - PostgreSQL is optional for this figure
-        return None
-    times = []
-    for _ in range(runs):
-        schema = "bench_" + uuid.uuid4().hex[:10]
-        with admin.begin() as connection:
-            connection.execute(text(f"CREATE SCHEMA {schema}"))
-        try:
-            times.append(ingest_once(pg_url, path, schema))
-        finally:
-            with admin.begin() as connection:
-                connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-    admin.dispose()
-    return _rates(rows, times)
-
-
-def _rates(rows: int, times: list[float]) -> dict:
-    rates = [rows / t for t in times]
-    return {
-        "median": statistics.median(rates),
-        "min": min(rates),
-        "max": max(rates),
-        "seconds": statistics.median(times),
-        "times": times,
-    }
-
-
-def ingest_figures(records: int, runs: int, pg_url: str | None) -> list[Figure]:
-    """Rows/s of a `records`-row CSV into SQLite (reference: bare executemany) and into
-    PostgreSQL when it answers."""
-    result = measure(records, runs, pg_url)
-    rows = result["rows"]
+        ours, bare = [], []
+        for i in range(runs):
+            ours.append(rows / ingest_once(f"sqlite:///{folder / f'run{i}.db'}", path))
+            bare.append(rows / bare_sqlite_once(path, folder))
+        pg_times = _pg_times(pg_url, path, runs) if pg_url else None
     label = f"{rows:,}-row CSV, validated and upserted"
-    bare = [rows / t for t in result["bare_sqlite"]["times"]]
-    figures = [Figure("ingest.sqlite", "Ingest", f"{label} into SQLite", "rows/s",
-                      [rows / t for t in result["sqlite"]["times"]], Target(">=", 50_000),
+    figures = [Figure("ingest.sqlite", "Ingest", f"{label} into SQLite", "rows/s", ours, Target(">=", 50_000),
                       ("bare sqlite3 executemany, no validation", statistics.median(bare)))]
-    if result.get("postgresql"):
-        figures.append(Figure("ingest.postgresql", "Ingest", f"{label} into PostgreSQL", "rows/s",
-                              [rows / t for t in result["postgresql"]["times"]]))
+    if pg_times:
+        figures.append(Figure("ingest.postgresql", "Ingest", f"{label} into PostgreSQL", "rows/s", [rows / t for t in pg_times]))
     else:
         figures.append(missing("ingest.postgresql", "Ingest", f"{label} into PostgreSQL", "rows/s",
                                "PostgreSQL did not answer" if pg_url else "no PostgreSQL URL given"))

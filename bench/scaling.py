@@ -33,19 +33,17 @@ import re
 import resource
 import statistics
 import tempfile
-import threading
 import time
-import uuid
 from pathlib import Path
 
 import psutil
 import requests
 from sqlalchemy import text
 
-from bench.figures import RESULTS, Figure, Target, machine, now, save, say as say_as
+from bench.figures import RESULTS, Figure, Target, machine, now, save, say as say_as, stage
 from bench.load import CLIENTS, load_pass
-from bench.processes import Process, cpu_budget, free_port, lineups_command, server_pids
-from bench.stores import RATE_LIMIT, add_buyers, build_store, describe_pg, fresh_schema, own_server, path_of, questions
+from bench.processes import cpu_budget, server_pids
+from bench.stores import add_buyers, build_store, describe_pg, fresh_schema, own_server, path_of, questions, start_server
 from store.database.db import make_engine
 
 PG = os.environ.get("LINEUPS_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -59,26 +57,6 @@ def say(message: str) -> None:
 
 def load_text() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-@contextlib.contextmanager
-def stage(name: str, every: float = 30.0):
-    """Progress lines: the start, a line every `every` s while it runs, the end."""
-    say(f"{name} … (load {load_text()})")
-    done, start = threading.Event(), time.perf_counter()
-
-    def tick() -> None:
-        while not done.wait(every):
-            say(f"  still {name}: {time.perf_counter() - start:.0f} s (load {load_text()})")
-
-    ticker = threading.Thread(target=tick, daemon=True)
-    ticker.start()
-    try:
-        yield
-    finally:
-        done.set()
-        ticker.join()
-        say(f"{name}: {time.perf_counter() - start:.1f} s")
 
 
 # ---------------------------------------------------------------- the schema
@@ -160,21 +138,6 @@ def requests_by_pid(log: Path, offset: int) -> dict[int, int]:
 
 
 # ---------------------------------------------------------------- one pass
-def start(dataset, processes: int, folder: Path, name: str, redis_url: str) -> Process:
-    """A fresh `lineups serve --processes N` on the PostgreSQL schema, limits in Redis."""
-    port = free_port()
-    env = {
-        "LINEUPS_DB": dataset.db_url,
-        "LINEUPS_DB_SCHEMA": dataset.db_schema,
-        "LINEUPS_SECRET": "bench-scaling-" + uuid.uuid4().hex,
-        "LINEUPS_RATE_LIMIT": str(RATE_LIMIT),
-        "LINEUPS_BASE_URL": f"http://127.0.0.1:{port}",
-    }
-    command = [*lineups_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
-               "--processes", str(processes), "--redis", redis_url]
-    return Process(command, port, folder / f"{name}.log", env).start("/healthz")
-
-
 def settle(pids: list[int], quiet: float = 0.05, longest: float = 60.0) -> float:
     """Wait until the server's processes use under `quiet` of a core over a second
     (the explorer is imported after /healthz answers); the seconds waited."""
@@ -190,7 +153,8 @@ def settle(pids: list[int], quiet: float = 0.05, longest: float = 60.0) -> float
 def one_pass(dataset, buyers, processes: int, asks: list, folder: Path, name: str, redis_url: str,
              worker_cpus: float | None = None) -> dict:
     with contextlib.ExitStack() as stack:
-        server = stack.enter_context(start(dataset, processes, folder, name, redis_url))
+        server = stack.enter_context(start_server(dataset, folder, name, "--processes", str(processes), "--redis",
+                                                  redis_url)[0])
         workers = server_pids(server.pid)[1:] if processes > 1 else []
         pids = [server.pid, *workers]
         if worker_cpus:  # each process its budget; PostgreSQL, wrk and the rest the remainder
@@ -256,13 +220,13 @@ def main(argv: list[str] | None = None) -> int:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="lineups-scaling-"))
         schema = stack.enter_context(fresh_schema(pg_url, "bench_scaling_"))
         folder = Path(tmp)
-        with stage(f"building a store of {args.records:,} records in {schema}"):
+        with stage("scaling", f"building a store of {args.records:,} records in {schema}"):
             dataset = build_store(folder, args.records, db_url=pg_url, db_schema=schema)
-        with stage("adding the buyers and building their views"):
+        with stage("scaling", "adding the buyers and building their views"):
             buyers, views_s, kept = add_buyers(dataset)
         say(f"  {len(buyers.keys)} buyers, {kept['views']} views, {kept['rows']:,} kept rows, "
             f"{kept['bytes'] / 2**20:,.0f} MiB of tables and indexes, views in {views_s:.1f} s")
-        with stage("VACUUM ANALYZE of the schema's tables"):
+        with stage("scaling", "VACUUM ANALYZE of the schema's tables"):
             vacuum_analyze(pg_url, schema)
         plan = [("warm-up", 1, args.warmup)]
         for round_ in range(1, args.rounds + 1):

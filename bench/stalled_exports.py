@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.figures import RESULTS, Figure, machine, now, save
 from bench.processes import Process, free_port, lineups_command, rss_mib
 from bench.soak import export_links, requests_rows
 from bench.stores import build_demo
@@ -72,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--links", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=2, help="stall rounds, one after the other (memory given back?)")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result file goes")
     args = parser.parse_args(argv)
+    measured, where = now(), machine()
     folder = Path(tempfile.mkdtemp(prefix="lineups-stalled-"))
     db_url, secret = build_demo(folder, args.records)
     port = free_port()
@@ -93,5 +96,16 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.out:
         args.out.write_text(text + "\n")
+    section = f"Share-link clients that stop reading ({args.clients} clients, {args.links} links)"
+    last = rounds[-1]
+    figures = [
+        Figure("stalled.admitted", section, "exports admitted (the rest refused with 429)", "", [last["statuses"].get("200", 0)]),
+        Figure("stalled.rss", section, "server RSS while they stall, over before", "MiB", [last["rss_mib_stalled"] - rss_before]),
+        Figure("stalled.cut_off", section, "until every stalled export was cut off", "s", [last["all_stalled_cut_off_after_s"]]),
+        Figure("stalled.rss_after", section, "server RSS after the cut-off, over before", "MiB",
+               [last["rss_mib_after_cut_off"] - rss_before]),
+    ]
+    save("stalled-exports", figures, measured=measured, where=where, store="sqlite", records=args.records, argv=argv,
+         folder=args.results)
     return 0 if all(r["still_open"] == 0 for r in rounds) else 1
 

@@ -264,11 +264,12 @@ def store_env(dataset: Dataset) -> dict[str, str]:
             "LINEUPS_SECRET": f"bench-mixed-{dataset.db_schema}-{dataset.buyer_id}"}
 
 
-def start_server(dataset: Dataset, folder: Path, name: str = "serve", **env: str) -> tuple[Process, float]:
-    """A fresh `lineups serve` of the store and the seconds until it answered /healthz."""
+def start_server(dataset: Dataset, folder: Path, name: str = "serve", *options: str) -> tuple[Process, float]:
+    """A fresh `lineups serve` of the store (with `options`, e.g. "--processes", "2") and
+    the seconds until it answered /healthz."""
     port = free_port()
-    env = {"LINEUPS_RATE_LIMIT": str(RATE_LIMIT), "LINEUPS_BASE_URL": f"http://127.0.0.1:{port}", **store_env(dataset), **env}
-    command = [*lineups_command(), "serve", "--host", "127.0.0.1", "--port", str(port)]
+    env = {"LINEUPS_RATE_LIMIT": str(RATE_LIMIT), "LINEUPS_BASE_URL": f"http://127.0.0.1:{port}", **store_env(dataset)}
+    command = [*lineups_command(), "serve", "--host", "127.0.0.1", "--port", str(port), *options]
     start = time.perf_counter()
     server = Process(command, port, folder / f"{name}.log", env).start("/healthz")
     return server, time.perf_counter() - start

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import requests
 
+from bench.figures import RESULTS, Figure, machine, now, save
 from bench.load import percentiles
 from bench.processes import Process, free_port, lineups_command
 from bench.stores import build_demo
@@ -65,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=35.0)
     parser.add_argument("--interval", type=float, default=0.5)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result file goes")
     args = parser.parse_args(argv)
+    measured, where = now(), machine()
     folder = Path(tempfile.mkdtemp(prefix="lineups-write-lock-"))
     db_url, secret = build_demo(folder, args.records)
     engine = make_engine(db_url)
@@ -112,6 +115,16 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.out:
         args.out.write_text(text + "\n")
+    section = f"SQLite's write lock held {report['lock_held_s']:.0f} s"
+    ids = {"fresh key /v1/sources": "fresh_key", "share link": "share_link", "/healthz": "healthz"}
+    figures = [Figure(f"write_lock.p99.{ids[kind]}", section, f"{kind}: p99 under the lock", "ms", [seen["ms"]["p99"]])
+               for kind, seen in report["under_lock"].items() if seen["ms"]["p99"] is not None]
+    figures += [Figure("write_lock.non_200", section, "answers other than 200 under the lock", "",
+                       [sum(n for kind in report["under_lock"].values() for s, n in kind["statuses"].items() if s != 200)])]
+    if written_after is not None:
+        figures.append(Figure("write_lock.notes", section, "notes of use written after the release", "s", [written_after]))
+    save("write-lock", figures, measured=measured, where=where, store="sqlite", records=args.records, argv=argv,
+         folder=args.results)
     failures = [row for row in locked if row[1] != 200]
     return 0 if not failures and written_after is not None else 1
 
