@@ -11,7 +11,7 @@ figures drawn from them.
 The figures are plain Bokeh, made once per session, each one glyph whose source
 holds every bar (start and end of its stacked segment, colour); `draw_*` replaces
 that data in place. Drawing them through hvPlot/HoloViews took ~0.3 s of CPU a
-chart at every filter change (bench/findings.py); swapping a ColumnDataSource's
+chart at every filter change; swapping a ColumnDataSource's
 data takes a few milliseconds.
 """
 

@@ -10,7 +10,7 @@ ceiling. Each export is read by its own `curl`, so that reading the sheets does 
 slow the probe down in this process. The first export of each link, which merges
 the feeds into the process's cache, is made before the window (and timed).
 
-The speed target (p99 under 100 ms, `bench/soak_exports.py`'s `EXPORT_PROBE_P99_TARGET_MS`)
+The speed target (p99 under 100 ms, `bench/soak.py`'s `EXPORT_PROBE_P99_TARGET_MS`)
 is judged by the benchmark, not here: a busy shared machine must not fail the
 suite. This test asserts behaviour: every probe answered 200 with the right body,
 none slower than `PROBE_BOUND_S`, and the exports complete.
