@@ -50,7 +50,7 @@ this page from them.
 .venv/bin/python -m bench mixed --records 250000 1000000    # the headline, SQLite
 .venv/bin/python -m bench mixed --records 1000000 --own-pg  # on a PostgreSQL sized as docs/deploying.md says
 .venv/bin/python -m bench scaling --own-pg                  # PostgreSQL, one server process against two
-.venv/bin/python -m bench full                              # every figure below on one 1,000,000-record store
+.venv/bin/python -m bench full                              # ingest, merge, mixed, API page, exports, explorer: one 1M store
 .venv/bin/python -m bench full --quick                      # the same in a few minutes (the test suite runs it)
 .venv/bin/python -m bench explorer                          # the explorer in Chromium at store size
 .venv/bin/python -m bench soak                              # sustained load, every response checked
