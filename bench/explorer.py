@@ -46,7 +46,7 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]
-SECRET = "bench-explorer-secret"
+SECRET = "bench-explorer-secret-of-at-least-32-characters"
 TIMEOUT_MS = 120_000
 #: Fresh explorer processes per size whose first sign-in is timed (the median is reported).
 COLD_RUNS = 3
