@@ -24,7 +24,8 @@ WORKLOADS = {
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in WORKLOADS:
-        print(__doc__.splitlines()[0], "\n\nworkloads:", *sorted(WORKLOADS), sep="\n  ")
+        print("usage: python -m bench WORKLOAD [ARGS]  (python -m bench WORKLOAD --help for its own)\n\nworkloads:")
+        print("\n".join(f"  {name}" for name in sorted(WORKLOADS)))
         return 0 if not argv or argv[0] in ("-h", "--help") else 2
     module = importlib.import_module(f"bench.{WORKLOADS[argv[0]]}")
     return module.main(argv[1:])
