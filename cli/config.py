@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import click
 
-from cli.main import common, lineups, table
+from cli.main import common, table
 from store.database import config
 from store.database.db import transaction
 
 
-@lineups.group("config")
+@click.group("config")
 def config_group() -> None:
     """Settings kept in the store, shared by every command and server process."""
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from cli.main import common, lineups
+import click
+
+from cli.main import common
 from store.database.db import SQLITE_PAGE_BYTES, create_schema, engine_for, sqlite_page_bytes
 from store.database.migrate import current_revision, head_revision
 
 
-@lineups.group()
+@click.group()
 def db() -> None:
     """The store's schema."""
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from cli.main import common, lineups, table
+from cli.main import common, table
 from store.access import accounts, links
 from store.database.db import transaction
 
 
-@lineups.group()
+@click.group()
 def link() -> None:
     """Share links: signed CSV URLs that spreadsheets import."""
 

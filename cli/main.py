@@ -4,11 +4,17 @@ Every command takes `--db URL` (default `$LINEUPS_DB`, else `sqlite:///lineups.d
 and `--json`, which prints exactly one JSON object on stdout. Exit status: 0 on
 success, 1 when the input was refused (the JSON is then the C5 error body), 2 for
 usage errors.
+
+Each command lives in a module of its own that imports what the command needs (the
+store, pandas, Tornado); the group loads that module only when the command runs
+(`LazyGroup`, click's pattern for lazy subcommands), so that `lineups --help` or
+`lineups link list` does not pay for pandas. A new command is one line of `COMMANDS`.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import sys
 from typing import Any, Callable
@@ -158,19 +164,64 @@ def table(rows: list[dict[str, Any]], columns: list[str]) -> None:
         click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths)))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+#: Every command of `lineups`: its name, where it is ("module:object", imported when
+#: the command runs) and the summary `lineups --help` shows for it (the first sentence
+#: of its help; tests/cli/test_cli_startup.py checks that they agree).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "buyer": ("cli.buyers:buyer", "Buyers."),
+    "commodity": ("cli.commodities:commodity", "The commodity taxonomy and its mappings."),
+    "config": ("cli.config:config_group", "Settings kept in the store, shared by every command and server process."),
+    "db": ("cli.database:db", "The store's schema."),
+    "demo": ("cli.demo:demo_command", "Load the demo data set into an empty store and print its API key."),
+    "feed": ("cli.feeds:feed", "Data feeds."),
+    "ingest": ("cli.ingest:ingest_command", "Ingest a feed file (.csv or .jsonl)."),
+    "key": ("cli.keys:key", "API keys."),
+    "link": ("cli.links:link", "Share links: signed CSV URLs that spreadsheets import."),
+    "quality": ("cli.quality:quality", "Data quality reports."),
+    "serve": ("cli.serve:serve", "Serve the REST API."),
+    "subscription": ("cli.subscriptions:subscription", "Subscriptions of buyers to feeds."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported when one runs (`lazy`: name ->
+    ("module:object", summary)); its help lists them from their summaries."""
+
+    def __init__(self, *args, lazy: dict[str, tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.lazy:
+            return super().get_command(ctx, cmd_name)
+        module, _, name = self.lazy[cmd_name][0].partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names))
+        # Shortened as click shortens a loaded command's help for this list.
+        rows = [(name, click.Command(name, help=self.summary(ctx, name)).get_short_help_str(limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def summary(self, ctx: click.Context, cmd_name: str) -> str:
+        """What the help says of a command, without importing a lazy one."""
+        if cmd_name in self.lazy:
+            return self.lazy[cmd_name][1]
+        return super().get_command(ctx, cmd_name).get_short_help_str(limit=1000)
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 def lineups() -> None:
     """Operate the lineup service: feeds, buyers, keys, subscriptions, ingest,
     commodities, share links, demo data, and the server."""
 
 
 def main() -> None:
-    from cli import config, database, links, operators  # noqa: F401  (registers the commands)
-
-    try:
-        from cli import serve  # noqa: F401
-    except ImportError:  # pragma: no cover - the server part is optional while building
-        pass
     lineups(prog_name="lineups")
 
 

@@ -42,8 +42,9 @@ from sqlalchemy import func, select
 from tornado.web import Application
 
 from cli import logs
+from cli.demo import run_demo
 from cli.explorer_mount import ExplorerMount
-from cli.main import common, lineups
+from cli.main import common
 from store.access import accounts
 from store.database.db import transaction
 from store.errors import LineupsError, ValidationError
@@ -65,7 +66,7 @@ WORKER_THREADS = 8
 LOG_FORMAT = logs.LOG_FORMAT
 
 
-@lineups.command("serve")
+@click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
 @click.option("--demo", is_flag=True, help="Load the demo data set into an empty store first and print its API key.")
@@ -245,8 +246,6 @@ def _prepare_demo(ctx) -> str:
     """The demo buyer's API key: the demo data set loaded into an empty store, or a
     fresh key when the store already holds the demo buyer. Raises ValidationError for a
     store that holds other data."""
-    from cli.operators import run_demo
-
     with transaction(ctx.sessions) as session:
         buyer = session.scalar(select(Buyer).where(Buyer.name == DEMO_BUYER))
         if buyer is not None:

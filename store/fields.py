@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-
-import pandas as pd
+import sys
 
 #: The served record, in the seed's table 2.1 order. Also the CSV column order (C1, C9).
 RECORD_FIELDS: tuple[str, ...] = (
@@ -107,6 +106,14 @@ ENUMERATIONS: dict[str, tuple[str, ...]] = {
 _BLANK_WORDS = frozenset({"", "n/a", "tbc", "tbn"})
 
 
+def _pandas_missing(value: object) -> bool:
+    """True for pandas' NaT and NA. Asked of sys.modules rather than imported: this
+    module serves commands that never load pandas (issue 50), and where pandas is not
+    loaded no value can be one of its missing markers."""
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and (value is pandas.NaT or value is pandas.NA)
+
+
 def is_blank(value: object) -> bool:
     """True when `value` is blank in the sense of C1: null, empty or whitespace-only,
     or (case-insensitive, trimmed) N/A, TBC, TBN."""
@@ -114,7 +121,7 @@ def is_blank(value: object) -> bool:
         return True
     if isinstance(value, float) and value != value:  # NaN
         return True
-    if value is pd.NaT or value is pd.NA:
+    if _pandas_missing(value):
         return True
     if isinstance(value, str):
         return value.strip().lower() in _BLANK_WORDS
@@ -151,12 +158,11 @@ def canonical_enum(field: str, value: str) -> str | None:
     return None
 
 
-def format_time(value: dt.datetime | pd.Timestamp | None) -> str | None:
-    """A UTC time as `YYYY-MM-DDTHH:MM:SSZ` (C1); None stays None."""
-    if value is None or value is pd.NaT:
+def format_time(value: dt.datetime | None) -> str | None:
+    """A UTC time as `YYYY-MM-DDTHH:MM:SSZ` (C1), of a datetime or a pandas Timestamp
+    (a datetime too); None and NaT give None."""
+    if value is None or _pandas_missing(value):
         return None
-    if isinstance(value, pd.Timestamp):
-        value = value.to_pydatetime()
     if value.tzinfo is not None:
         value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")

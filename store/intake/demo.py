@@ -25,7 +25,7 @@ import datetime as dt
 from typing import Callable
 
 import numpy as np
-import pandas as pd
+from store.frames import pd
 from sqlalchemy.orm import Session
 
 from store.access import accounts

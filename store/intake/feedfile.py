@@ -28,7 +28,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+from store.frames import pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
-import pandas as pd
+from store.frames import pd
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 

@@ -34,7 +34,7 @@ import tomllib
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pathlib import Path
 
-import pandas as pd
+from store.frames import pd
 
 from store.errors import ValidationError
 from store.fields import FEED_FILE_COLUMNS

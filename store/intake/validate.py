@@ -15,7 +15,7 @@ import re
 from typing import Any, Mapping
 
 import numpy as np
-import pandas as pd
+from store.frames import pd
 
 from store.errors import ValidationError
 from store.fields import (

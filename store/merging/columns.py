@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
+from store.frames import pd
 
 
 def is_coded(series: pd.Series | pd.Categorical) -> bool:

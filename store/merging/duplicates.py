@@ -25,7 +25,7 @@ Each pair has one *cause*, the first that applies of:
 
 from __future__ import annotations
 
-import pandas as pd
+from store.frames import pd
 
 from store.intake.normalize import vessel_name_key
 from store.fields import COUNTERPARTY_FIELDS

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-import pandas as pd
+from store.frames import pd
 
 from store.fields import DATE_FIELDS, RECORD_FIELDS, TIME_FIELDS, format_time
 from store.merging.merge import PICKED_FIELDS, merge_resolved

@@ -33,7 +33,7 @@ from __future__ import annotations
 from concurrent.futures import Executor, ThreadPoolExecutor
 
 import numpy as np
-import pandas as pd
+from store.frames import pd
 
 from store.merging import merge_ids, merge_values
 from store.merging.columns import is_coded

@@ -27,7 +27,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
+from store.frames import pd
 
 # The C1 blank words are defined once, in store.fields; `blank_mask` is its fast form.
 from store.fields import _BLANK_WORDS, COUNTERPARTY_FIELDS, DATE_FIELDS, is_blank

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import pandas as pd
+from store.frames import pd
 
 from store.merging import columns
 from store.merging.merge_plan import NAT, Codes, Plan

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Iterable
 
 import numpy as np
-import pandas as pd
+from store.frames import pd
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 

@@ -28,7 +28,7 @@ from functools import lru_cache
 from typing import Iterable
 
 import numpy as np
-import pandas as pd
+from store.frames import pd
 
 from store.intake.normalize import vessel_name_key
 from store.merging.merge_plan import NAT, WINDOW_NS, _codes, _merge_keys, _missing, factorized, nanos

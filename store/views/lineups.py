@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Awaitable, Callable, Iterator, Sequence, TypeVar
 
-import pandas as pd
+from store.frames import pd
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session, sessionmaker
 

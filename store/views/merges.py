@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 import numpy as np
-import pandas as pd
+from store.frames import pd
 from sqlalchemy.orm import Session
 
 from store.database.schema import MergedView, Record

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-import pandas as pd
+from store.frames import pd
 from sqlalchemy import (
     BigInteger, ColumnElement, Float, Select, String, and_, bindparam, cast, exists, false, func, literal, null, or_,
     select, tuple_, union_all,

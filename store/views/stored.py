@@ -13,7 +13,7 @@ import itertools
 from typing import Collection, Iterator, Sequence
 
 import numpy as np
-import pandas as pd
+from store.frames import pd
 import pyarrow as pa
 from sqlalchemy import Connection, Text, bindparam, func, select, text, tuple_
 from sqlalchemy.dialects.postgresql import ARRAY

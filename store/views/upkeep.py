@@ -38,7 +38,7 @@ import logging
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-import pandas as pd
+from store.frames import pd
 from sqlalchemy import delete, exists, literal, select
 from sqlalchemy.orm import aliased
 from sqlalchemy.orm import Session

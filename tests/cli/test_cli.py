@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import cli.operators  # noqa: F401  (registers the commands on the group)
 from cli.main import lineups
 from store.access import accounts
 from store.errors import Unauthorized
@@ -533,8 +532,10 @@ def test_help_texts_cite_no_clause_or_issue_numbers():
         yield path, command.help or ""
         for param in command.params:
             yield f"{path} {param.name}", getattr(param, "help", None) or ""
-        for name, sub in getattr(command, "commands", {}).items():
-            yield from texts(sub, f"{path} {name}")
+        if isinstance(command, click.Group):
+            context = click.Context(command)
+            for name in command.list_commands(context):
+                yield from texts(command.get_command(context, name), f"{path} {name}")
 
     found = [(path, text) for path, text in texts(lineups, "lineups") if cited.search(text)]
     assert found == [], found

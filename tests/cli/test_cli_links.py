@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 import sqlite3
 
-import cli.database  # noqa: F401  (registers the commands on the group)
-import cli.links  # noqa: F401
 from tests.cli.test_cli import UUID, assert_error, invoke, run_json
 
 
@@ -126,7 +124,6 @@ def test_the_public_base_url_is_stored_once_and_every_command_prints_it(cli_env,
     """Issue 18.6: `lineups config set base-url` (or `serve --base-url`) keeps the
     public address in the store; link create and list --show-tokens use it, a flag or
     $LINEUPS_BASE_URL overrides it for one command."""
-    import cli.config  # noqa: F401
     from cli.main import Context
     from cli.serve import _settings
 

@@ -91,7 +91,7 @@ class Server:
 
 def served_store(tmp_path_factory):
     """A SQLite store with the default demo data and the demo buyer's views built, as
-    `lineups serve --demo` leaves it (`cli.operators.run_demo`): (db URL, demo dict,
+    `lineups serve --demo` leaves it (`cli.demo.run_demo`): (db URL, demo dict,
     sessionmaker, engine, folder). Without the views, the first sign-in and the first
     `by_source` page would each build one, which no buyer of a served store meets."""
     from store.intake.demo import load_demo
