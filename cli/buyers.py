@@ -1,11 +1,11 @@
-"""`lineups buyer add | suspend | resume`: the buyers (C11)."""
+"""`lineups buyer add | list | suspend | resume`: the buyers (C11)."""
 
 from __future__ import annotations
 
 import click
 
 from cli.kept_views import keep_views
-from cli.main import common
+from cli.main import common, table
 from store.access import accounts
 from store.database.db import transaction
 from store.views import builds
@@ -28,6 +28,15 @@ def buyer_add(ctx, name):
     with transaction(ctx.sessions) as session:
         payload = _buyer_payload(accounts.add_buyer(session, name))
     ctx.emit(payload, f"Added buyer {payload['name']} ({payload['id']})")
+
+
+@buyer.command("list")
+@common
+def buyer_list(ctx):
+    """List every buyer: id, name, status, created."""
+    with transaction(ctx.sessions) as session:
+        rows = [accounts.buyer_dict(row) for row in accounts.list_buyers(session)]
+    ctx.emit({"buyers": rows}, lambda: table(rows, ["id", "name", "status", "created_at"]))
 
 
 def _set_buyer_status(ctx, ident: str, status: str) -> None:

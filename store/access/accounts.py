@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from store.database.db import ReplicaBehind, is_replica
 from store.errors import Forbidden, LineupsError, NotFound, Unauthorized, ValidationError
 from store.intake.feeds import is_uuid
-from store.fields import stored_now
+from store.fields import format_time, stored_now
 from store.access.names import check_free, find_named
 from store.database.schema import ApiKey, Buyer, Feed, Subscription
 
@@ -55,6 +55,16 @@ def find_buyer(session: Session, ident: str) -> Buyer:
     """The buyer whose id or name is `ident` (names ignoring case and spacing, C11).
     Raises NotFound, naming near names."""
     return find_named(session, Buyer, Buyer.name, ident, "buyer")
+
+
+def list_buyers(session: Session) -> list[Buyer]:
+    """Every buyer, ordered by name."""
+    return list(session.scalars(select(Buyer).order_by(Buyer.name)))
+
+
+def buyer_dict(buyer: Buyer) -> dict[str, str | None]:
+    """A buyer as the command line lists it."""
+    return {"id": buyer.id, "name": buyer.name, "status": buyer.status, "created_at": format_time(buyer.created_at)}
 
 
 def set_buyer_status(session: Session, buyer: Buyer, status: str) -> Buyer:
@@ -95,6 +105,23 @@ def find_key(session: Session, ident: str) -> ApiKey:
     if row is None:
         raise NotFound("No such API key (give the key, its id, or its unique prefix)")
     return row
+
+
+def list_keys(session: Session, buyer_id: str) -> list[ApiKey]:
+    """A buyer's API keys, revoked ones too, oldest first."""
+    return list(session.scalars(select(ApiKey).where(ApiKey.buyer_id == buyer_id).order_by(ApiKey.created_at, ApiKey.id)))
+
+
+def key_dict(row: ApiKey) -> dict[str, str | None]:
+    """An API key as the command line lists it: by id and display prefix, never the
+    key or its hash (C5: the key is shown once, at creation)."""
+    return {
+        "id": row.id,
+        "prefix": row.prefix,
+        "created_at": format_time(row.created_at),
+        "last_used_at": format_time(row.last_used_at),
+        "revoked_at": format_time(row.revoked_at),
+    }
 
 
 def revoke_key(session: Session, row: ApiKey) -> ApiKey:

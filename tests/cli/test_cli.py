@@ -122,6 +122,46 @@ def test_key_create_and_revoke(buyer, sessions):
             accounts.authenticate(session, key)
 
 
+def test_buyer_list_shows_every_buyer_and_their_status(buyer):
+    """Issue 50.3: an operator can list the buyers the store holds (C11: --json is one
+    object), with the status a suspension changed."""
+    other = run_json("buyer", "add", "Zenith Grains")
+    run_json("buyer", "suspend", "Zenith Grains")
+    listed = run_json("buyer", "list")
+    assert set(listed) == {"buyers"}
+    assert [(b["id"], b["name"], b["status"]) for b in listed["buyers"]] == [
+        (buyer["id"], "Acme Trading", "active"), (other["id"], "Zenith Grains", "suspended")]
+    assert all(b["created_at"].endswith("Z") for b in listed["buyers"])
+    text = invoke("buyer", "list")
+    assert text.exit_code == 0 and "Zenith Grains" in text.stdout and "suspended" in text.stdout
+
+
+def test_key_list_shows_a_buyers_keys_by_prefix_never_the_key(buyer, sessions):
+    """Issue 50.3, C5: keys are listed by id and prefix with created, last used and
+    revoked; neither the key (shown once, at creation) nor its stored hash appears."""
+    first = run_json("key", "create", "Acme Trading")
+    second = run_json("key", "create", "Acme Trading")
+    run_json("key", "create", run_json("buyer", "add", "Zenith Grains")["id"])  # another buyer's
+    with sessions() as session:
+        accounts.authenticate(session, first["key"])
+        session.commit()
+    revoked = run_json("key", "revoke", second["id"])
+    listed = run_json("key", "list", "acme  trading")
+    assert listed["buyer_id"] == buyer["id"]
+    keys = {k["id"]: k for k in listed["keys"]}
+    assert {i: k["prefix"] for i, k in keys.items()} == {first["id"]: first["prefix"], second["id"]: second["prefix"]}
+    assert [k["created_at"] for k in listed["keys"]] == sorted(k["created_at"] for k in listed["keys"])  # oldest first
+    assert set(keys[first["id"]]) == {"id", "prefix", "created_at", "last_used_at", "revoked_at"}
+    assert keys[first["id"]]["last_used_at"] is not None and keys[first["id"]]["revoked_at"] is None
+    assert keys[second["id"]]["revoked_at"] == revoked["revoked_at"]
+    text = invoke("key", "list", "Acme Trading")
+    for shown in (json.dumps(listed), text.stdout):
+        for made in (first, second):
+            assert made["key"] not in shown and accounts.hash_key(made["key"]) not in shown
+    assert first["prefix"] in text.stdout
+    assert_error(run_json("key", "list", "Nobody", code=1), "NOT_FOUND")
+
+
 def test_subscription_set(buyer, feed):
     body = run_json("subscription", "set", "Acme Trading", "Santos Lineup", "trial")
     assert body == {"buyer_id": buyer["id"], "feed_id": feed["id"], "status": "trial"}

@@ -41,7 +41,7 @@ def test_help_imports_no_pandas():
     assert loaded_by("--help") == {"pandas": False, "tornado.web": False}
 
 
-@pytest.mark.parametrize("command", [["link", "list", "Acme"], ["feed", "list"]])
+@pytest.mark.parametrize("command", [["link", "list", "Acme"], ["key", "list", "Acme"], ["feed", "list"]])
 def test_listing_commands_import_no_pandas(tmp_path, command):
     db = f"sqlite:///{tmp_path / 'lineups.db'}"
     assert subprocess.run([sys.executable, "-c", "from cli.main import main; main()", "buyer", "add", "Acme",
