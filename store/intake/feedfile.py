@@ -10,13 +10,17 @@ file cannot be read as is refused here, in one line that says why and what fixes
   Latin-1 of spreadsheets on Western European machines), unless a `--mapping` names
   them; what was detected is in `frame.attrs["read_as"]`, for the command line to
   say. An encoding that a mapping names and the file does not fit names the line;
-- a CSV row with more cells than the header is named ("has 11 cells, the header has
-  9"), never shifted onto other fields by the parser. A row with fewer cells is read
-  with the missing cells empty (spreadsheets drop trailing empty cells);
+- an empty file (nothing but white space) says so;
+- a CSV row with more cells than the header is a bad row ("has 11 cells, the header
+  has 9"), never shifted onto other fields by the parser; the file's other rows are
+  still read. A row with fewer cells is read with the missing cells empty
+  (spreadsheets drop trailing empty cells);
 - JSON Lines: a line that is not a JSON object, an unknown key, and a value that is an
   object or an array are bad rows with their line and field; the file's other rows
-  are still read, so that `store.intake.validate` reports every bad row at once. These
-  problems travel in `frame.attrs["problems"]`.
+  are still read.
+
+Bad rows travel in `frame.attrs["problems"]`, so that `store.intake.validate` reports
+them with every other bad row of the file in one pass (C10).
 """
 
 from __future__ import annotations
@@ -68,6 +72,10 @@ def read_feed_file(path: str | Path, mapping: Mapping | None = None) -> pd.DataF
         raise ValidationError(f"Cannot read {path.name}: {exc.strerror or exc}") from exc
     _check_text(data, path.name)
     data, encoding = _as_utf8(data, path.name, mapping.encoding if mapping else None)
+    if not data.removeprefix(codecs.BOM_UTF8).strip():
+        raise ValidationError(
+            f"{path.name}: the file is empty; a feed file has a header row (CSV) or one JSON object a line"
+        )
     if suffix in (".jsonl", ".ndjson"):
         frame = _read_jsonl(data)
         delimiter = None
@@ -177,20 +185,25 @@ def _delimiter(data: bytes) -> str:
 
 def _read_csv_file(data: bytes, sep: str, name: str) -> pd.DataFrame:
     try:
-        frame = _read_csv_arrow(data, sep)
+        frame, ragged = _read_csv_arrow(data, sep), []
         if frame is None:  # an unusual file: checked row by row, then read by pandas
-            _check_cell_counts(data, sep, name)
-            frame = _read_csv_pandas(data, sep)
-        frame["_line"] = _csv_lines(data, sep, len(frame))
+            ragged = _ragged_rows(data, sep)
+            kept, lines = _without_records(data, sep, {problem["line"] for problem in ragged})
+            frame = _read_csv_pandas(kept, sep)
+            frame["_line"] = lines[_csv_lines(kept, sep, len(frame)) - 1]
+        else:
+            frame["_line"] = _csv_lines(data, sep, len(frame))
     except (csv.Error, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise ValidationError(f"Cannot read {name}: {' '.join(str(exc).split())}") from exc
+    frame.attrs["problems"] = ragged
     return frame
 
 
 def _read_csv_pandas(data: bytes, sep: str) -> pd.DataFrame:
     """The cells of a CSV file as text, every one kept (empty cells are ""), as
     pandas reads them: files that Arrow's parser reads differently (a row with too few
-    cells, repeated or empty column names, an empty file)."""
+    cells, repeated or empty column names). Rows with more cells than the header were
+    taken out before (`_without_records`)."""
     return pd.read_csv(
         io.BytesIO(data),
         dtype=object,  # plain str objects: pandas string arrays are slower here
@@ -199,7 +212,7 @@ def _read_csv_pandas(data: bytes, sep: str) -> pd.DataFrame:
         sep=sep,
         encoding="utf-8-sig",
         skipinitialspace=False,
-        index_col=False,  # a row with extra cells is refused before; never an index
+        index_col=False,  # never an index
     )
 
 
@@ -239,21 +252,32 @@ def _records(data: bytes, sep: str):
         consumed = reader.line_num
 
 
-def _check_cell_counts(data: bytes, sep: str, name: str) -> None:
-    """Raise ValidationError naming every row with more cells than the header."""
+def _ragged_rows(data: bytes, sep: str) -> list[dict]:
+    """A problem (line, no field, reason) for every row with more cells than the header."""
     records = _records(data, sep)
     header = next(records, (1, []))[1]
-    problems = [
+    return [
         {"line": line, "field": None, "reason": f"has {len(record)} cells, the header has {len(header)}"}
         for line, record in records
         if len(record) > len(header)
     ]
-    if problems:
-        raise ValidationError(
-            f"{name}: {len(problems)} row(s) have more cells than the header; "
-            "the file was refused whole and nothing was written",
-            problems,
-        )
+
+
+def _without_records(data: bytes, sep: str, starts: set[int]) -> tuple[bytes, np.ndarray]:
+    """The file without the records that begin on the lines `starts` (each up to where
+    the next record begins: a quoted cell may span lines), and for each line of what
+    is left the line of the file it was."""
+    lines = np.arange(1, data.count(b"\n") + 2)
+    if not starts:
+        return data, lines
+    records = [line for line, _ in _records(data, sep)] + [len(lines) + 1]
+    gone = np.zeros(len(lines) + 1, dtype=bool)
+    for start, following in zip(records, records[1:]):
+        if start in starts:
+            gone[start:following] = True
+    keep = ~gone[1:]
+    text = data.split(b"\n")
+    return b"\n".join(line for line, kept in zip(text, keep) if kept), lines[keep]
 
 
 def _csv_lines(data: bytes, sep: str, rows: int) -> np.ndarray:

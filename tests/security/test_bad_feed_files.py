@@ -65,6 +65,17 @@ ATTACKS = [
     ("ragged row", lambda d: csv_file(
         d / "ragged.csv", "A1,BRSSZ,X,2024-01-05,,5,1,load,soja,extra1,extra2\n", GOOD,
     ), [(2, None)], ["has 11 cells, the header has 9"]),
+    # Issue 50.5: a ragged row hides none of the file's other problems (C10: every bad row in one run).
+    ("ragged row among other bad rows", lambda d: csv_file(
+        d / "ragged-and-more.csv", GOOD,
+        "A1,BRSSZ,X,unknown,,5,1,load,soja\n",
+        "A2,BRSSZ,X,2024-01-05,,5,1,load,soja,extra1,extra2\n",
+        'A3,BRSSZ,"Two\nlines",2024-01-05,,lots,1,load,soja\n',
+        "A4,BRSSZ,X,2024-01-05,,5,1,load,soja,extra\n",
+        "A5,XX,X,2024-01-05,,5,1,load,soja\n",
+    ), [(3, "eta"), (4, None), (5, "quantity"), (7, None), (8, "port_unlocode")],
+        ["'unknown' is not a date", "has 11 cells, the header has 9", "'lots' is not a number",
+         "has 10 cells, the header has 9", "'XX' is not a UN/LOCODE"]),
     ("jsonl", lambda d: jsonl_file(
         d / "feed.jsonl",
         good_row("J1", eta="unknown"),
@@ -131,3 +142,24 @@ def test_jsonl_and_csv_say_the_same_thing_of_the_same_value(store, tmp_path):
     as_csv = lineups(env, "ingest", FEED, str(csv_file(tmp_path / "f.csv", "J1,BRSSZ,X,9999-12-31,,5,1,load,soja\n")), "--json")
     (from_jsonl,), (from_csv,) = json.loads(jsonl.stdout)["error"]["details"], json.loads(as_csv.stdout)["error"]["details"]
     assert from_jsonl == {**from_csv, "line": 1}
+
+
+@pytest.mark.parametrize("name, content", [
+    ("empty.csv", b""), ("blank.csv", b"\xef\xbb\xbf\r\n  \n"), ("empty.jsonl", b""), ("blank.jsonl", b"\n\n"),
+])
+def test_an_empty_file_is_refused_as_empty(store, tmp_path, name, content):
+    """Issue 50.5: an empty file (nothing but white space, a BOM allowed) says the file
+    is empty, in the operator's words, not the parser's ("No columns to parse from file")."""
+    env, stored = store
+    path = tmp_path / name
+    path.write_bytes(content)
+    before = stored()
+    answer = lineups(env, "ingest", FEED, str(path), "--json")
+    assert answer.returncode == 1 and answer.stdout.count("\n") == 1, (answer.stdout, answer.stderr[-2000:])
+    error = json.loads(answer.stdout)["error"]
+    assert error["code"] == "VALIDATION_ERROR" and error["details"] is None
+    assert error["message"].startswith(f"{name}: the file is empty"), error["message"]
+    assert "No columns" not in error["message"] and "Traceback" not in answer.stderr
+    human = lineups(env, "ingest", FEED, str(path))
+    assert human.returncode == 1 and "the file is empty" in human.stderr
+    assert stored() == before
