@@ -28,6 +28,7 @@ from tornado.netutil import bind_sockets
 
 from store.database.db import transaction
 from tests.api.tiny_data import load_tiny
+from tests.waiting import PATIENCE_S
 
 ANCHOR = dt.date(2024, 3, 1)
 DEMO_RECORDS = 800
@@ -71,7 +72,7 @@ class LiveServer:
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(sockets,), daemon=True)
         self._thread.start()
-        self._ready.wait(10)
+        assert self._ready.wait(PATIENCE_S), "the API server did not start"
 
     def _run(self, sockets) -> None:
         self.loop = asyncio.new_event_loop()
@@ -100,7 +101,7 @@ class LiveServer:
 
     def stop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
+        self._thread.join(PATIENCE_S)
 
 
 @dataclasses.dataclass

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 
 import pytest
 
 from api.request import RequestIds
 from tests.api.conftest import assert_error
+from tests.waiting import until
 
 
 def test_unknown_path_is_404_with_the_error_body(tiny_api):
@@ -58,16 +58,6 @@ def test_every_response_has_a_fresh_request_id(tiny_api):
     assert len(ids) == 7
 
 
-def eventually(check, timeout: float = 2.0) -> bool:
-    """The server logs a request just after sending its response: wait for it."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
 def server_log(caplog) -> str:
     """What the server logged (the test's own HTTP client logs URLs too)."""
     return "\n".join(
@@ -97,7 +87,8 @@ def test_unexpected_failure_is_500_naming_the_request_id(tiny_api, tiny, caplog,
     logged = [r for r in caplog.records if r.levelno >= logging.ERROR and request_id in r.getMessage()]
     assert logged and logged[0].exc_info and logged[0].exc_info[0] is Boom
     # … and the access log line, but never the key.
-    assert eventually(lambda: any(r.name == "lineups.access" and request_id in r.getMessage() for r in caplog.records))
+    assert until(  # the server logs a request just after sending its response
+        lambda: any(r.name == "lineups.access" and request_id in r.getMessage() for r in caplog.records))
     assert tiny["key"] not in server_log(caplog)
 
 
@@ -109,7 +100,8 @@ def test_logs_never_hold_an_api_key(tiny_api, tiny, caplog):
         tiny_api.get("/v1/sources", key=tiny["suspended_key"])
         tiny_api.get("/v1/nothing")
         tiny_api.get("/v1/share/secret-token-value", key=None)
-    assert eventually(lambda: "/v1/share/<token>" in server_log(caplog))
+    assert until(  # the server logs a request just after sending its response
+        lambda: "/v1/share/<token>" in server_log(caplog))
     text = server_log(caplog)
     for key in (tiny["key"], tiny["revoked_key"], tiny["suspended_key"]):
         assert key not in text

@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
+from tests.waiting import PATIENCE_S
+
 ROOT = Path(__file__).resolve().parents[2]
 #: The console script's entry point (`python -m cli.main` would load cli.main twice).
 LINEUPS = [sys.executable, "-c", "from cli.main import main; main()"]
@@ -57,7 +59,7 @@ def wait_until_up(port: int, process: subprocess.Popen) -> None:
 
 def stop(process: subprocess.Popen, signum: int = signal.SIGTERM) -> int:
     process.send_signal(signum)
-    return process.wait(timeout=20)
+    return process.wait(timeout=PATIENCE_S)
 
 
 def test_serve_demo_then_again_then_refused(tmp_path):

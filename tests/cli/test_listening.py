@@ -15,7 +15,7 @@ from cli.listening import Listening, reuse_port_balances
 def accepts(port: int) -> bool:
     try:
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
-    except ConnectionRefusedError:
+    except (ConnectionRefusedError, ConnectionResetError):  # a closing socket resets what it had queued
         return False
     return True
 

@@ -28,6 +28,7 @@ from tornado.web import Application
 from explorer.app import ExplorerApp, origins_for
 
 from store.database.db import transaction
+from tests.waiting import PATIENCE_S
 
 #: The demo's calls are placed around today, as `lineups serve --demo` places them: the
 #: explorer opens on calls from today on, so a fixed day would empty it as time passes.
@@ -117,7 +118,7 @@ class LiveExplorer:
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(sockets,), daemon=True)
         self._thread.start()
-        assert self._ready.wait(10)
+        assert self._ready.wait(PATIENCE_S)
 
     def _run(self, sockets) -> None:
         self.loop = asyncio.new_event_loop()
@@ -135,7 +136,7 @@ class LiveExplorer:
             self.loop.stop()
 
         self.loop.call_soon_threadsafe(shutdown)
-        self._thread.join(10)
+        self._thread.join(PATIENCE_S)
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ import pytest
 import requests
 
 from tests.api.tiny_data import load_tiny
+from tests.waiting import PATIENCE_S
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The console script's entry point (`python -m cli.main` would load cli.main twice).
@@ -89,7 +90,7 @@ class Served:
                 try:
                     if requests.get(f"{self.base_url}/healthz", timeout=2).status_code == 200:
                         return
-                except requests.ConnectionError:
+                except requests.RequestException:  # not listening yet, or too busy to answer in time
                     pass
             time.sleep(0.05)
         pytest.fail(f"the server did not come up:\n{self.log()[-3000:]}")
@@ -102,7 +103,7 @@ class Served:
         """For each request id in the access log: (pid, path, status)."""
         return {m[5]: (int(m[1]), m[3], int(m[4])) for m in _ACCESS.finditer(self.log())}
 
-    def worker_of(self, response: requests.Response, timeout: float = 5) -> int:
+    def worker_of(self, response: requests.Response, timeout: float = PATIENCE_S) -> int:
         """The pid of the worker that served `response` (its log line may trail the
         response by a moment)."""
         deadline = time.monotonic() + timeout
@@ -125,6 +126,24 @@ class Served:
             self.process.kill()
             self.process.wait(5)
             raise
+
+
+#: States of /proc/net/tcp.
+LISTEN, ESTABLISHED = "0A", "01"
+
+
+def tcp_sockets(port: int) -> list[tuple[str, int, int]]:
+    """This machine's TCP sockets at 127.0.0.1:`port` (Linux's /proc/net/tcp): (state,
+    remote port, bytes received and not yet read) each. For a listening socket the
+    last is its accept queue: connections the kernel completed that no process has
+    accepted yet. Lets a test wait for what a server did with what it was sent."""
+    found = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote, state, queues = fields[1], fields[2], fields[3], fields[4]
+        if local == f"0100007F:{port:04X}":
+            found.append((state, int(remote.split(":")[1], 16), int(queues.split(":")[1], 16)))
+    return found
 
 
 def children_of(pid: int) -> set[int]:

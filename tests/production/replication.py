@@ -24,6 +24,8 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
+from tests.waiting import PATIENCE_S
+
 #: Quick and small: these clusters hold a few test rows and are thrown away.
 SERVER_OPTIONS = (
     "-c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c synchronous_commit=off "
@@ -192,7 +194,7 @@ class PostgresPair(_Programs):
         self._scalar(self.replica_url, "SELECT pg_wal_replay_resume()")
         self.wait_for_replay()
 
-    def wait_for_replay(self, timeout: float = 20) -> None:
+    def wait_for_replay(self, timeout: float = PATIENCE_S) -> None:
         """Until the replica has replayed everything the primary has written so far. With
         `synchronous_commit=off` a commit's record may still wait in the primary's WAL
         buffers, behind `pg_current_wal_lsn()`: the insert position counts it."""

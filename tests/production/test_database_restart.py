@@ -27,10 +27,12 @@ from tests.api.tiny_data import load_tiny
 from tests.conftest import need_service
 from tests.production.conftest import store_env
 from tests.production.replication import OwnPostgres
+from tests.waiting import until
 
 OUTAGE_S = 2.0
-#: After the database is back, how long the clients keep going.
-AFTER_S = 4.0
+#: The server has recovered when this many requests in a row that began after the
+#: database was back were answered.
+RECOVERED_IN_A_ROW = 8
 PATHS = ["/v1/lineups?limit=500", "/v1/lineups?limit=500&format=csv&merge=by_source", "/v1/sources"]
 
 
@@ -95,6 +97,14 @@ def clients(base_url: str, key: str, stop: threading.Event, outcomes: list[Outco
     return threads
 
 
+def answered_since(outcomes: list[Outcome], moment: float, count: int) -> bool:
+    """True when the latest `count` requests began after `moment` and were answered 200."""
+    latest = outcomes[-count:]
+    return len(latest) == count and all(
+        o.began >= moment and o.response is not None and o.response.status_code == 200 for o in latest
+    )
+
+
 def test_postgresql_restart_under_load(own_store, served):
     postgres, tiny = own_store
     server = served(tiny["env"], "--per-process-limits", processes=2)
@@ -106,28 +116,25 @@ def test_postgresql_restart_under_load(own_store, served):
     stop = threading.Event()
     threads = clients(server.base_url, key, stop, outcomes)
     try:
-        time.sleep(0.5)
+        assert until(lambda: len(outcomes) >= 4), "the clients never got an answer"
         postgres.stop()
         stopped = time.monotonic()
         time.sleep(OUTAGE_S)
     finally:
         if not postgres.running:
             postgres.start()
-        deadline = time.monotonic() + 30
-        while not accepting(postgres.dsn) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        until(lambda: accepting(postgres.dsn))
         ready = time.monotonic()
     try:
         assert accepting(postgres.dsn), "PostgreSQL did not start again"
-        time.sleep(AFTER_S)
+        assert until(lambda: answered_since(outcomes, ready, RECOVERED_IN_A_ROW)), "the server never recovered"
     finally:
         stop.set()
         for thread in threads:
             thread.join(30)
 
     failures = [o for o in outcomes if o.failure is not None]
-    assert not failures, failures[:3]
-    assert max(o.seconds for o in outcomes) < 12, "a request hung"
+    assert not failures, failures[:3]  # a request that hung is one: its client's timeout cut it off
     errors = 0
     for outcome in outcomes:
         if outcome.response.status_code == 200:  # never a wrong answer
@@ -145,7 +152,6 @@ def test_postgresql_restart_under_load(own_store, served):
     first_answer = min(o.began + o.seconds for o in outcomes if o.response.status_code == 200 and o.began >= ready)
     print(f"\noutage {ready - stopped:.2f} s, {len(outcomes)} requests, {errors} x 500; after PostgreSQL "
           f"accepted connections: last 500 {recovered - ready:.2f} s, first 200 {first_answer - ready:.2f} s")
-    assert recovered - ready < 10
     assert any(o.began > recovered and o.response.status_code == 200 for o in outcomes)
     assert "Traceback" not in "".join(o.response.text for o in outcomes)
     assert server.stop() == 0

@@ -18,6 +18,9 @@ import pytest
 import requests
 from sqlalchemy import text
 
+from tests.production.conftest import ESTABLISHED, tcp_sockets
+from tests.waiting import PATIENCE_S, until
+
 
 def raw_request(port: int, key: str, body_start: bytes, content_length: int) -> socket.socket:
     """A GET /v1/sources whose headers are sent whole and whose body is not."""
@@ -37,19 +40,20 @@ def read_all(sock: socket.socket) -> bytes:
 
 
 def refuses_connections(port: int) -> bool:
+    """True when a new connection is refused, or reset: a worker that closes its
+    socket resets the connections the kernel had queued on it (cli/listening.py)."""
     try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except ConnectionRefusedError:
+        socket.create_connection(("127.0.0.1", port), timeout=PATIENCE_S).close()
+    except (ConnectionRefusedError, ConnectionResetError):
         return True
     return False
 
 
-def wait_for(condition, timeout: float, message: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(message)
-        time.sleep(0.02)
+def server_read_everything(server_port: int, sock: socket.socket) -> bool:
+    """True when the server has read every byte this client socket sent it."""
+    client_port = sock.getsockname()[1]
+    return any(state == ESTABLISHED and remote == client_port and unread == 0
+               for state, remote, unread in tcp_sockets(server_port))
 
 
 @pytest.mark.parametrize("backend", ["postgresql"])
@@ -74,33 +78,35 @@ def test_sigterm_finishes_requests_in_flight_and_refuses_new_connections(tiny_st
         thread.start()
         waiting = text("SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = CAST(:name AS regclass)")
         with engine.connect() as watch:
-            wait_for(lambda: watch.execute(waiting, {"name": f"{store_settings.db_schema}.feeds"}).scalar() > 0,
-                     10, "the request never reached the locked table")
+            assert until(lambda: watch.execute(waiting, {"name": f"{store_settings.db_schema}.feeds"}).scalar() > 0), \
+                "the request never reached the locked table"
         uploading = raw_request(server.port, key, b"abc", 6)
-        time.sleep(0.2)  # its headers have arrived
+        assert until(lambda: server_read_everything(server.port, uploading)), "the upload's headers never arrived"
 
         server.process.send_signal(signal.SIGTERM)
         stopped_at = time.monotonic()
-        wait_for(lambda: refuses_connections(server.port), 2, "new connections were still accepted")
-        idle.settimeout(2)
+        assert until(lambda: refuses_connections(server.port)), "new connections were still accepted"
+        idle.settimeout(PATIENCE_S)
         assert idle.recv(65536) == b""  # the idle connection was closed
         assert server.process.poll() is None  # still finishing
 
+        # The client goes on sending a while after the stop: a second, not a wait for
+        # anything (the server's grace period is 10 s).
         time.sleep(max(0.0, stopped_at + 1.0 - time.monotonic()))
-        uploading.sendall(b"def")
-        time.sleep(0.5)
+        uploading.sendall(b"def")  # its request reads the locked table too: both go on now
         transaction.commit()  # the held-up query goes on
     finally:
         if transaction.is_active:
             transaction.rollback()
         lock.close()
 
-    thread.join(30)
+    thread.join(PATIENCE_S)
     assert held_up["response"].status_code == 200 and held_up["response"].json() == expected
+    uploading.settimeout(PATIENCE_S)
     answer = read_all(uploading)
     assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
     assert b"Connection: close" not in answer.split(b"\r\n\r\n")[0]  # its headers came before the stop
-    assert server.process.wait(timeout=30) == 0
+    assert server.process.wait(timeout=PATIENCE_S) == 0
     log = server.log()
     assert log.count("stopped") >= 2 and "Grace period" not in log
     assert "All workers have exited" in log

@@ -45,7 +45,7 @@ def test_a_store_whose_schema_is_behind_is_refused_until_upgraded(store_settings
     assert current_revision(engine) == head_revision()
     engine.dispose()
     server = served(env)
-    assert requests.get(f"{server.base_url}/healthz", timeout=5).json() == {"status": "ok"}
+    assert requests.get(f"{server.base_url}/healthz", timeout=30).json() == {"status": "ok"}
 
 
 def test_a_port_in_use_is_a_start_up_error(tmp_path):
@@ -71,6 +71,6 @@ def test_several_processes_without_redis_are_refused_unless_meant(tmp_path, serv
     assert "Traceback" not in refused.stderr
 
     server = served(env, "--per-process-limits", processes=2)
-    assert requests.get(f"{server.base_url}/healthz", timeout=5).status_code == 200
+    assert requests.get(f"{server.base_url}/healthz", timeout=30).status_code == 200
     warning = [line for line in server.log().splitlines() if "--per-process-limits" in line]
     assert warning and " WARNING " in warning[0] and "200 requests a minute" in warning[0]

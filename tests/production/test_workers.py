@@ -9,7 +9,6 @@ import csv
 import http.client
 import os
 import signal
-import time
 
 import pytest
 import requests
@@ -17,7 +16,8 @@ import requests
 from cli.listening import migrates_queued_connections, reuse_port_balances
 from tests.api.conftest import Servers
 from tests.api.tiny_data import TINY_ROWS_A
-from tests.production.conftest import alive, lineups
+from tests.production.conftest import LISTEN, alive, lineups, tcp_sockets
+from tests.waiting import PATIENCE_S, until
 
 LINEUPS_QUERY = {"limit": 500}
 
@@ -66,7 +66,9 @@ def test_keep_alive_connections_are_spread_over_the_workers(tiny_store, served):
         try:
             for connection in connections:
                 connection.connect()  # the kernel completes the handshake for a stopped worker too
-            time.sleep(0.5)  # what the free worker takes, it has taken by now
+            # What the free worker takes, it has taken: a listening socket's queue is empty.
+            assert until(lambda: any(state == LISTEN and queued == 0
+                                     for state, _, queued in tcp_sockets(server.port))), tcp_sockets(server.port)
         finally:
             os.kill(busy, signal.SIGCONT)
         served_by: list[list[int]] = [[] for _ in connections]
@@ -114,9 +116,7 @@ def test_a_killed_worker_is_replaced_while_the_others_serve(tiny_store, served):
             continue
         assert response.status_code == 200 and response.json() == expected
 
-    deadline = time.monotonic() + 10
-    while len(server.workers() - {victim}) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    until(lambda: len(server.workers() - {victim}) == 2)
     workers = server.workers()
     assert victim not in workers and len(workers) == 2, workers
     assert f"(pid {victim}) was killed by SIGKILL; replacing it" in server.log()
@@ -167,10 +167,7 @@ def test_workers_stop_when_their_parent_is_killed_outright(tiny_store, served):
     server = served(tiny_store["env"], "--per-process-limits", processes=2)
     workers = server.workers()
     os.kill(server.pid, signal.SIGKILL)
-    server.process.wait(5)
-    deadline = time.monotonic() + 10
-    while any(alive(pid) for pid in workers):
-        assert time.monotonic() < deadline, "orphaned workers kept running"
-        time.sleep(0.1)
+    server.process.wait(PATIENCE_S)
+    assert until(lambda: not any(alive(pid) for pid in workers)), "orphaned workers kept running"
     with pytest.raises(requests.ConnectionError):
-        requests.get(f"{server.base_url}/healthz", timeout=2)
+        requests.get(f"{server.base_url}/healthz", timeout=PATIENCE_S)

@@ -35,6 +35,7 @@ from cli.listening import migrates_queued_connections, reuse_port_balances
 from store.access import accounts
 from store.database.db import transaction
 from tests.reliability.conftest import SECRET
+from tests.waiting import PATIENCE_S
 
 CLIENTS = 20
 RECORDS = 800
@@ -86,7 +87,7 @@ def test_redis_killed_under_load(demo_store, served, own_redis, sessions, soak):
     time.sleep(4)
     start_redis()  # empty: every window starts over, shared again
     restarted = load.at()
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + PATIENCE_S
     while server.log().count("Redis answers again") < 2:  # each worker says so
         assert time.monotonic() < deadline, "the limiter never went back to Redis"
         time.sleep(0.2)
