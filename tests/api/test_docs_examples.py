@@ -1,0 +1,122 @@
+"""The documentation's examples, as a newcomer pastes them (issue 50): every `/v1/...`
+path that README.md and docs/*.md name is a route of the API (its OpenAPI document),
+and the examples of README.md and docs/api.md, read from the Markdown (never copied
+here), run against a real `lineups serve` over the demo data set."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from api.openapi import openapi_json
+from tests.production.conftest import LINEUPS, ROOT, Served, store_env
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: The key and address the examples are written with; the tests put their own in.
+DOC_BASE = "http://127.0.0.1:8000"
+DOC_KEY = re.compile(r"lk_(?:[0-9a-f]{32}|…)")
+
+#: A `/v1/...` path as the docs write it (not the bare `/v1`, the API's base):
+#: segments of path characters, a placeholder
+#: in angle brackets (which may hold spaces) or braces, or an ellipsis.
+PATH = re.compile(r"/v1(?:/(?:<[^>\n]*>|\{[^}\n]*\}|[\w.%$:…-]+))+")
+#: Mentions that name no route on purpose: reliability.md's example of a key put in
+#: an arbitrary path (which the logs redact).
+NOT_ROUTES = {"/v1/<key>"}
+
+
+def route_patterns() -> list[re.Pattern]:
+    """A pattern for each path of the OpenAPI document: a parameter is one segment
+    (a share token may end in `.csv`, docs/share-links.md)."""
+    paths = json.loads(openapi_json("http://127.0.0.1"))["paths"]
+    return [re.compile("^" + re.sub(r"\\\{[^}]*\\\}", r"[^/]+", re.escape(path)) + "$") for path in paths]
+
+
+def doc_paths() -> list[tuple[str, int, str]]:
+    """(file, line, path) for every `/v1/...` path in the docs."""
+    found = []
+    for doc in DOCS:
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), start=1):
+            for match in PATH.finditer(line):
+                found.append((doc.relative_to(ROOT).as_posix(), number, match.group(0).rstrip(".:")))
+    return found
+
+
+def names_a_route(path: str, routes: list[re.Pattern]) -> bool:
+    """True when `path` is a route, or a route named without its last parameter (the
+    prose's `/v1/schema` for `/v1/schema/{sourceId}`)."""
+    path = path.removesuffix(".csv")
+    return any(route.match(path) or route.match(path + "/x") for route in routes)
+
+
+def test_every_path_the_docs_name_is_a_route_of_the_api():
+    routes = route_patterns()
+    paths = doc_paths()
+    assert len(paths) > 50  # the docs were read
+    wrong = [found for found in paths if found[2] not in NOT_ROUTES and not names_a_route(found[2], routes)]
+    assert wrong == [], wrong
+
+
+def code_blocks(doc: Path, language: str) -> list[str]:
+    """The fenced code blocks of `language` in a Markdown file."""
+    return re.findall(rf"^```{language}\n(.*?)^```$", doc.read_text(encoding="utf-8"), flags=re.S | re.M)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> dict:
+    """A SQLite store with the demo data set: `lineups demo`'s answer, its `env`, and
+    `key()` for a fresh key of the demo buyer (the rate limit counts per key)."""
+    folder = tmp_path_factory.mktemp("docs-demo")
+    env = store_env(f"sqlite:///{folder / 'lineups.db'}")
+    done = subprocess.run([*LINEUPS, "demo", "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    def key() -> str:
+        made = subprocess.run([*LINEUPS, "key", "create", "Demo Buyer", "--json"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert made.returncode == 0, made.stderr[-2000:]
+        return json.loads(made.stdout)["key"]
+
+    return {**json.loads(done.stdout), "env": env, "folder": folder, "key": key}
+
+
+@pytest.fixture
+def serve(demo, tmp_path):
+    """Start `lineups serve` over the demo store: `serve(**env)`; stopped afterwards."""
+    started: list[Served] = []
+
+    def start(**extra: str) -> Served:
+        server = Served({**demo["env"], **extra}, (), tmp_path / f"serve-{len(started)}.log", 1)
+        started.append(server)
+        server.wait_until_serving()
+        return server
+
+    yield start
+    for server in started:
+        if server.process.poll() is None:
+            server.stop()
+
+
+def test_the_api_pages_curl_examples_run_as_pasted(demo, serve, tmp_path):
+    """docs/api.md's "Try it" commands, with only the key and address changed: every
+    id, cursor and link they use comes from the running demo, so each request
+    succeeds (curl --fail-with-body) and the files they save are CSV."""
+    server = serve()
+    (block,) = [b for b in code_blocks(ROOT / "docs" / "api.md", "sh") if "curl" in b]
+    script = DOC_KEY.sub(demo["key"](), block).replace(DOC_BASE, server.base_url)
+    env = {**demo["env"], "LINEUPS_BASE_URL": server.base_url,
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    preamble = 'set -euo pipefail\ncurl() { command curl --fail-with-body -sS "$@"; }\n'
+    done = subprocess.run(["bash", "-c", preamble + script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    assert '"provenance"' in done.stdout or '"records"' in done.stdout, done.stdout[-3000:]
+    for saved in ("lineups.csv", "soybeans.csv"):
+        text = (tmp_path / saved).read_bytes().decode("utf-8")
+        assert text.startswith("\ufeffid,source_id,source_name,"), text[:200]
