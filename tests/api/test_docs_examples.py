@@ -16,6 +16,7 @@ import pytest
 
 from api.openapi import openapi_json
 from tests.production.conftest import LINEUPS, ROOT, Served, store_env
+from tests.waiting import until
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: The key and address the examples are written with; the tests put their own in.
@@ -120,3 +121,71 @@ def test_the_api_pages_curl_examples_run_as_pasted(demo, serve, tmp_path):
     for saved in ("lineups.csv", "soybeans.csv"):
         text = (tmp_path / saved).read_bytes().decode("utf-8")
         assert text.startswith("\ufeffid,source_id,source_name,"), text[:200]
+
+
+#: Requests a key may make a minute on the server the Python examples run against: so
+#: few that their loops meet the 429 the real limit (100) gives a long walk.
+LOW_RATE_LIMIT = 2
+#: What each Python example prints after it ran, for the test to compare.
+EXAMPLES = {
+    "README.md": ('import json; print(json.dumps({"rows": sorted(lineups["id"])}))'),
+    "docs/api.md": ('import json; print(json.dumps({"rows": sorted(soy["id"]), "sheet": len(sheet), '
+                    '"columns": list(sheet.columns)[:2]}))'),
+}
+
+
+def spend(server: Served, key: str) -> None:
+    """Use up `key`'s requests for the minute: its next request gets a 429."""
+    import requests
+
+    for _ in range(LOW_RATE_LIMIT + 1):
+        answer = requests.get(f"{server.base_url}/v1/sources", headers={"X-API-Key": key}, timeout=60)
+    assert answer.status_code == 429 and 1 <= int(answer.headers["Retry-After"]) <= 60
+
+
+def rate_limited(server: Served) -> int:
+    """How many requests the server has answered 429."""
+    return sum(status == 429 for _, _, status in server.served_by().values())
+
+
+@pytest.mark.slow
+def test_the_python_examples_wait_out_the_rate_limit(demo, serve, tmp_path):
+    """Issue 50.2: the pandas loops of README.md and docs/api.md, read from the
+    Markdown with only the key and address changed, start with their key's minute
+    used up and must wait as the 429's Retry-After says; they end with every row of
+    their query (what one page to an unspent key gives: the query fits in one)."""
+    import requests
+
+    server = serve(LINEUPS_RATE_LIMIT=str(LOW_RATE_LIMIT))
+    keys = {doc: demo["key"]() for doc in EXAMPLES}
+    for key in keys.values():
+        spend(server, key)
+    assert until(lambda: rate_limited(server) == len(EXAMPLES))  # the access log trails a moment
+    running = {}
+    for doc, report in EXAMPLES.items():
+        (code,) = code_blocks(ROOT / doc, "python")
+        script = DOC_KEY.sub(keys[doc], code).replace(DOC_BASE, server.base_url) + "\n" + report + "\n"
+        running[doc] = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+    printed = {}
+    for doc, process in running.items():
+        out, err = process.communicate(timeout=600)
+        assert process.returncode == 0, (doc, err[-3000:])
+        printed[doc] = json.loads(out.strip().splitlines()[-1])
+    assert until(lambda: rate_limited(server) >= 2 * len(EXAMPLES))  # each example met a 429 and waited
+
+    def one_page(key: str, **params) -> requests.Response:
+        answer = requests.get(f"{server.base_url}/v1/lineups", params=params, headers={"X-API-Key": key}, timeout=60)
+        assert answer.status_code == 200, answer.text
+        return answer
+
+    key = demo["key"]()
+    everything = one_page(key, commodity="Soybeans", country="Brazil", limit=500).json()
+    assert everything["next_cursor"] is None and everything["data"]
+    assert printed["README.md"]["rows"] == sorted(row["id"] for row in everything["data"])
+    key = demo["key"]()
+    latest = one_page(key, commodity="Soybeans", country="Brazil", latest="true", limit=500).json()
+    assert printed["docs/api.md"]["rows"] == sorted(row["id"] for row in latest["data"])
+    csv_page = one_page(key, format="csv", port="BRSSZ", limit=100).content.decode("utf-8-sig").split("\r\n")
+    assert printed["docs/api.md"]["sheet"] == len([line for line in csv_page[1:] if line]) == 100
+    assert printed["docs/api.md"]["columns"] == ["id", "source_id"]
