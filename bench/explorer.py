@@ -24,7 +24,6 @@ Each size writes one result file.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import statistics
 import sys
@@ -34,7 +33,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect, sync_playwright
 
-from bench.figures import RESULTS, Figure, Target, machine, now, print_figures, save, say
+from bench.figures import Figure, Run, Target, command, say
 from bench.processes import Process, free_port, rss_mib
 from store.database.db import create_schema, engine_for, make_sessionmaker, transaction
 from store.intake.demo import load_demo
@@ -259,16 +258,17 @@ def figures_of(result: dict) -> list[Figure]:
     ]
 
 
+def explorer_figures(records: int, folder: Path) -> list[Figure]:
+    """The explorer's figures on a fresh demo store of `records` records in `folder`."""
+    return figures_of(measure(records, folder))
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench explorer", description=__doc__.splitlines()[0])
+    parser = command("explorer", __doc__)
     parser.add_argument("--records", type=int, nargs="+", default=[250_000, 1_000_000])
-    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result files go")
     args = parser.parse_args(argv)
     for records in args.records:
-        measured, where = now(), machine()
+        run = Run("explorer", args.results, argv)
         with tempfile.TemporaryDirectory(prefix=f"lineups-explorer-{records}-") as folder:
-            figures = figures_of(measure(records, Path(folder)))
-        print_figures(figures)
-        save("explorer", figures, measured=measured, where=where, store="sqlite", records=records, argv=argv,
-             folder=args.results)
+            run.save(explorer_figures(records, Path(folder)), records)
     return 0

@@ -9,6 +9,7 @@ is made from the result files (`bench/report.py`), never by hand.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import datetime as dt
@@ -17,13 +18,10 @@ import operator
 import os
 import platform
 import random
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from importlib.metadata import version
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -165,15 +163,6 @@ def speed() -> str:
             f"write {write * 1e6:.1f} µs in the page cache")
 
 
-def versions() -> str:
-    parts = [f"Python {platform.python_version()}", *(f"{n} {version(n)}" for n in ("pandas", "numpy", "tornado", "sqlalchemy"))]
-    wrk = shutil.which("wrk")
-    if wrk:
-        head = subprocess.run([wrk, "-v"], capture_output=True, text=True).stdout.split()
-        parts.append(" ".join(head[:2]) if head else "wrk")
-    return ", ".join(parts)
-
-
 # ---------------------------------------------------------------- result files
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -198,3 +187,30 @@ def load_results(folder: Path = RESULTS) -> list[dict]:
     """Every result file of `folder`, oldest first."""
     results = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))]
     return sorted(results, key=lambda r: r["measured"])
+
+
+# ---------------------------------------------------------------- a workload's run
+def command(workload: str, doc: str) -> argparse.ArgumentParser:
+    """A workload's arguments (`doc`'s first line its description), with `--results`."""
+    parser = argparse.ArgumentParser(prog=f"python -m bench {workload}", description=doc.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result files go")
+    return parser
+
+
+@dataclasses.dataclass
+class Run:
+    """One measurement of a workload: when it began, the machine, where its result goes."""
+
+    workload: str
+    results: Path
+    argv: list[str] | None
+    measured: str = dataclasses.field(default_factory=now)
+    where: str = dataclasses.field(default_factory=machine)
+
+    def save(self, figures: list[Figure], records: int, store: str = "sqlite", mode: str = "") -> Path:
+        """Print the figures and write their result file (`save`; `mode` as "-quick")."""
+        print_figures(figures)
+        path = save(self.workload + mode, figures, measured=self.measured, where=self.where, store=store,
+                    records=records, argv=self.argv, folder=self.results)
+        say(self.workload, f"wrote {path}")
+        return path

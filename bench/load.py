@@ -3,8 +3,6 @@ probe of other buyers' pages while something happens.
 
 - `load_pass`: each (path, key) once, a distinct question each, from a few keep-alive
   connections; it stops once all are answered (the mixed workload's pass);
-- `measure_load`: paths round robin with one key until a request bound or `seconds`
-  (one buyer walking the pages of one query, the ceiling);
 - `Probe`: other buyers' pages asked every 50 ms in a thread while a block runs, and
   how much each was delayed against its quickest quiet answer before.
 
@@ -60,23 +58,6 @@ response = function(status, headers, body)
   end
 end
 """ + _DONE
-#: Paths round robin, one key; the thread stops after `limit` answers.
-_ROUND_ROBIN = """
-local paths = {%(paths)s}
-local limit = %(limit)d
-local counter, i = 0, 0
-%(header)s
-request = function()
-  i = i + 1
-  return wrk.format("GET", paths[(i - 1) %% #paths + 1])
-end
-response = function(status, headers, body)
-  counter = counter + 1
-  if counter >= limit then wrk.thread:stop() end
-end
-""" + _DONE
-
-
 @dataclasses.dataclass(frozen=True)
 class LoadResult:
     requests: int
@@ -109,11 +90,10 @@ def _lua(text: str) -> str:
     return json.dumps(text)  # a JSON string of ASCII is a valid Lua string literal
 
 
-def _wrk(base_url: str, script: str, connections: int, seconds: float, timeout: str,
-         until: Path | None = None) -> LoadResult:
-    """wrk with `script` (one thread: the second core is the server's). With `until`,
-    wrk is interrupted (SIGINT) once that file exists, so that it reports the time it
-    really ran, not its whole -d."""
+def _wrk(base_url: str, script: str, connections: int, seconds: float, until: Path) -> LoadResult:
+    """wrk with `script` (one thread: the second core is the server's), interrupted
+    (SIGINT) once `until` exists, so that it reports the time it really ran, not its
+    whole -d."""
     if not WRK:
         raise RuntimeError("wrk is needed (Debian's package wrk)")
     if urlsplit(base_url).hostname != "127.0.0.1":
@@ -121,13 +101,13 @@ def _wrk(base_url: str, script: str, connections: int, seconds: float, timeout: 
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
         handle.write(script)
     try:
-        command = [WRK, "-t1", f"-c{connections}", f"-d{max(1, int(seconds))}s", "--timeout", timeout,
+        command = [WRK, "-t1", f"-c{connections}", f"-d{max(1, int(seconds))}s", "--timeout", "30s",
                    "-s", handle.name, base_url]
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         deadline = time.monotonic() + seconds + 5
-        while until and proc.poll() is None and not until.exists() and time.monotonic() < deadline:
+        while proc.poll() is None and not until.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
-        if until and proc.poll() is None:
+        if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
         out = proc.communicate(timeout=seconds + 60)[0]
     finally:
@@ -145,17 +125,9 @@ def load_pass(base_url: str, asks: list[tuple[str, str]], connections: int = CLI
     marker = folder / "done"
     script = _EACH_ONCE % {"requests": ", ".join(f"{{{_lua(p)}, {_lua(k)}}}" for p, k in asks), "marker": _lua(str(marker))}
     try:
-        return _wrk(base_url, script, connections, seconds, "30s", until=marker)
+        return _wrk(base_url, script, connections, seconds, marker)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def measure_load(base_url: str, paths: list[str], api_key: str | None, connections: int, seconds: float,
-                 max_requests: int) -> LoadResult:
-    """GETs of `paths` round robin, for `seconds` or `max_requests`, whichever comes first."""
-    header = f'wrk.headers["X-API-Key"] = {_lua(api_key)}' if api_key else ""
-    script = _ROUND_ROBIN % {"paths": ", ".join(_lua(p) for p in paths), "limit": max(1, max_requests), "header": header}
-    return _wrk(base_url, script, connections, round(seconds), "10s")
 
 
 class Probe:

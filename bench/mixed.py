@@ -1,39 +1,24 @@
-"""The mixed workload of real use (issue 15), the headline: many buyers, each on their
-own subscriptions, each asking distinct filtered questions of a fresh server, while
-the data changes under them; beside Datasette over the same records and filters.
+"""The mixed workload of real use (issue 15), the headline: buyers on their own
+subscriptions asking distinct filtered questions of a fresh server while the data
+changes under them, beside Datasette over the same records and filters.
 
     python -m bench mixed [--records 250000 1000000] [--steps …] [--pg URL | --own-pg]
 
-On a bench store (`bench/stores.py`: 20 feeds) with 7 buyers on different subsets of
-the feeds (one on all), one `lineups serve` process, freshly started:
-
-1. start-up: seconds until /healthz answers, then each buyer's first page (no warming);
-2. `load`: distinct first pages of /v1/lineups (random port / country / commodity, leaf
-   or group / date windows / `latest` / `merge=by_source`, each buyer's own key) from 4
-   keep-alive connections, each URL asked once; the server's memory after;
-3. `subscription`: a buyer gains a feed (a feed set no view holds yet) under load: that
-   buyer's slowest page during and just after it, the command's seconds (the operator's
-   wait), and how much other buyers' pages were delayed meanwhile;
-4. `ingest`: a 100,000-record `lineups ingest` under load: its rows/s with the view
-   upkeep, and the delay of other buyers' pages;
-5. `daily`: a 1,000-record daily update, each in a fresh process, timed until a reader
-   sees it in every view (`bench/daily.py`);
-6. `datasette`: the same questions of Datasette, as it comes and set up as an API
-   (`bench/datasette.py`; SQLite only).
-
-With `--pg URL` each store is built in a new schema of that database (dropped after);
-`--own-pg` on a PostgreSQL server of the run's own, set up as docs/deploying.md
-recommends. Each store size writes one result file. Load only targets 127.0.0.1;
-every process started is stopped.
+On a bench store (`bench/stores.py`) with 7 buyers on different subsets of its 20 feeds,
+one fresh `lineups serve`: its start-up and each buyer's first page, unwarmed; then the
+steps: `load`, distinct first pages from 4 connections, each URL once, and the server's
+memory after; `subscription`, a buyer gains a feed (a set no view holds yet) under load;
+`ingest`, a 100,000-record `lineups ingest` under load (both: how much other buyers'
+pages were delayed); `daily`, a 1,000-record update until every view shows it
+(`bench/daily.py`); `datasette`, the same questions of Datasette (`bench/datasette.py`,
+SQLite only). `--pg` builds each store in a new schema of that database, `--own-pg` on
+a PostgreSQL of the run's own set up as docs/deploying.md recommends.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
-import os
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -41,10 +26,10 @@ from pathlib import Path
 import requests
 
 from bench import daily, datasette
-from bench.figures import RESULTS, Figure, Target, machine, now, print_figures, save, say
+from bench.figures import Figure, Run, Target, command, stage
 from bench.ingest import write_feed_file
 from bench.load import CLIENTS, Probe, load_pass
-from bench.processes import EXPLORER_READY, Process, lineups_command, rss_mib
+from bench.processes import EXPLORER_READY, Process, lineups, rss_mib
 from bench.stores import Buyers, Dataset, add_buyers, build_store, fresh_schema, own_server, path_of, questions, \
     start_server, store_env
 
@@ -76,12 +61,11 @@ def mixed_figures(dataset: Dataset, folder: Path, count: int, with_datasette: bo
                f"storage of the views: bytes per kept row ({'SQLite' if dataset.is_sqlite else 'PostgreSQL'}, with indexes)",
                "B", [kept["bytes"] / max(kept["rows"], 1)]),
     ]
-    server, startup = start_server(dataset, folder)
-    with server:
+    with start_server(dataset, folder) as server:
         firsts = [timed_get(server.base_url + path_of({"limit": "100"}), key)[0] for _, key, _ in buyers.keys.values()]
         figures += [
             Figure("mixed.startup", SECTION, "fresh `lineups serve`: seconds until /healthz answers", "s",
-                   [startup], Target("<=", 2.0)),
+                   [server.ready_s], Target("<=", 2.0)),
             Figure("mixed.first_page", SECTION, f"then each buyer's first page, no warming (slowest of {len(firsts)})",
                    "s", [max(firsts)], Target("<=", 2.0)),
         ]
@@ -123,12 +107,10 @@ def subscription_change(dataset: Dataset, buyers: Buyers, server: Process, asks:
     name = "Mixed Buyer 1"
     buyer_id, key, feeds = buyers.keys[name]
     extra = next(f for f in dataset.feed_ids if f not in feeds)
-    env = {**os.environ, **store_env(dataset)}
     mine = [(path_of(p), k) for n, k, p in asks if n == name]
     with Probe(server.base_url, others, quiet_rounds=QUIET_ROUNDS) as probe, Probe(server.base_url, mine[:50]) as own:
         start = time.perf_counter()
-        subprocess.run([*lineups_command(), "subscription", "set", buyer_id, extra, "active"], env=env,
-                       check=True, capture_output=True)
+        lineups("subscription", "set", buyer_id, extra, "active", env=store_env(dataset))
         command_s = time.perf_counter() - start
         listed = requests.get(server.base_url + "/v1/sources", headers={"X-API-Key": key}, timeout=60).json()
         after = [timed_get(server.base_url + path, key) for path in [path_of({"limit": "100"}), *(p for p, _ in mine[50:60])]]
@@ -157,13 +139,11 @@ def big_ingest(dataset: Dataset, server: Process, others: list, folder: Path, ro
     command (records and view upkeep), and how much others' pages were delayed."""
     path = folder / "big-ingest.csv"
     count = write_feed_file(path, rows, seed=99)
-    env = {**os.environ, **store_env(dataset)}
     with Probe(server.base_url, others, quiet_rounds=QUIET_ROUNDS) as probe:
         start = time.perf_counter()
-        done = subprocess.run([*lineups_command(), "ingest", dataset.feed_ids[-1], str(path), "--json"], env=env,
-                              check=True, capture_output=True, text=True)
+        done = lineups("ingest", dataset.feed_ids[-1], str(path), "--json", env=store_env(dataset))
         seconds = time.perf_counter() - start
-    report = json.loads(done.stdout)
+    report = json.loads(done)
     return [
         Figure("mixed.ingest", SECTION, f"`lineups ingest` of {count:,} records under load (records and view upkeep)",
                "rows/s", [count / seconds], note=f"{report['inserted']:,} inserted in {seconds:.1f} s"),
@@ -176,31 +156,27 @@ def big_ingest(dataset: Dataset, server: Process, others: list, folder: Path, ro
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench mixed", description=__doc__.splitlines()[0])
+    parser = command("mixed", __doc__)
     parser.add_argument("--records", type=int, nargs="+", default=[250_000, 1_000_000])
     parser.add_argument("--queries", type=int, default=1_500)
     parser.add_argument("--ingest-rows", type=int, default=100_000)
     parser.add_argument("--daily-runs", type=int, default=3)
     parser.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS), help="the steps to run (default all)")
-    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result files go")
     where_pg = parser.add_mutually_exclusive_group()
     where_pg.add_argument("--pg", default=None, metavar="URL",
                           help="build and serve each store in a new schema of this PostgreSQL database (dropped after)")
     where_pg.add_argument("--own-pg", action="store_true",
                           help="as --pg, on a PostgreSQL server of the run's own set up as docs/deploying.md recommends")
     args = parser.parse_args(argv)
+    store = "sqlite" if not (args.pg or args.own_pg) else ("postgresql-own" if args.own_pg else "postgresql")
     with own_server() if args.own_pg else contextlib.nullcontext(args.pg) as pg_url:
         for records in args.records:
-            measured, where = now(), machine()
+            run = Run("mixed", args.results, argv)
             schemas = fresh_schema(pg_url, "bench_mixed_") if pg_url else contextlib.nullcontext()
             with tempfile.TemporaryDirectory(prefix="lineups-mixed-") as tmp, schemas as schema:
-                say("mixed", f"building a store of {records:,} records …")
-                dataset = build_store(Path(tmp), records, db_url=pg_url, db_schema=schema)
+                with stage("mixed", f"building a store of {records:,} records"):
+                    dataset = build_store(Path(tmp), records, db_url=pg_url, db_schema=schema)
                 figures = mixed_figures(dataset, Path(tmp), args.queries, ingest_rows=args.ingest_rows,
                                         steps=tuple(args.steps), daily_runs=args.daily_runs)
-            print_figures(figures)
-            store = "sqlite" if pg_url is None else ("postgresql-own" if args.own_pg else "postgresql")
-            path = save("mixed", figures, measured=measured, where=where, store=store, records=dataset.records,
-                        argv=argv, folder=args.results)
-            say("mixed", f"wrote {path}")
+            run.save(figures, dataset.records, store)
     return 0

@@ -2,9 +2,10 @@
 
 `Process` starts a command that serves HTTP on a free 127.0.0.1 port, waits until a
 URL answers, and stops it with SIGTERM (then SIGKILL) when the block ends; its output
-goes to a log file. `rss_mib` reads a process's resident memory, `RssSampler` records
-it while something runs, `cpu_budget` holds processes to a share of the CPU (a cgroup
-each). Every process a benchmark starts, it stops.
+goes to a log file. `serve` starts `lineups serve` so, `lineups` runs another command.
+`rss_mib` reads a process's resident memory, `RssSampler` records it while something
+runs, `cpu_budget` holds processes to a share of the CPU (a cgroup each). Every
+process a benchmark starts, it stops.
 """
 
 from __future__ import annotations
@@ -34,11 +35,29 @@ def lineups_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "cli"]
 
 
+def lineups(*args: str, env: dict[str, str], timeout: float = 1800) -> str:
+    """The standard output of `lineups ARGS` with `env` added to this environment;
+    CalledProcessError when it fails."""
+    return subprocess.run([*lineups_command(), *args], env={**os.environ, **env}, check=True, capture_output=True,
+                          text=True, timeout=timeout).stdout
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def serve(folder: Path, name: str, env: dict[str, str], *options: str, explorers: int = 0) -> "Process":
+    """A fresh `lineups serve OPTIONS` on a free 127.0.0.1 port with `env`, answering
+    /healthz (`ready_s` after its start), its log `folder`/NAME.log; with `explorers`,
+    once that many of its workers have built their explorer."""
+    port = free_port()
+    command = [*lineups_command(), "serve", "--host", "127.0.0.1", "--port", str(port), *options]
+    server = Process(command, port, folder / f"{name}.log", {"LINEUPS_BASE_URL": f"http://127.0.0.1:{port}", **env})
+    server.start("/healthz")
+    return server.wait_for_log(EXPLORER_READY, explorers) if explorers else server
 
 
 def rss_mib(pid: int) -> float:
@@ -121,12 +140,15 @@ class Process:
         return self.popen.pid
 
     def start(self, ready_path: str = "/", timeout: float = 120.0) -> "Process":
-        """Start the command and wait until GET `ready_path` answers. Raises
-        RuntimeError (with the end of its log) when it exits or never answers."""
+        """Start the command and wait until GET `ready_path` answers (`ready_s`: the
+        seconds that took). Raises RuntimeError (with the end of its log) when it exits
+        or never answers."""
         self._log = self.log_path.open("wb")
+        began = time.perf_counter()
         self.popen = subprocess.Popen(self.command, stdout=self._log, stderr=subprocess.STDOUT, env=self.env)
         try:
             self._wait_ready(ready_path, timeout)
+            self.ready_s = time.perf_counter() - began
         except BaseException:
             self.stop()  # never leave a server behind
             raise

@@ -27,8 +27,7 @@ STORES = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "postgresql-own": "Pos
 #: Figures measured on another store than their run's.
 STORE_OF = {"ingest.postgresql": "PostgreSQL", "merge.cold": "in process", "merge.memory": "in process"}
 #: Sections in the order a reader asks: the headline first.
-ORDER = ("Mixed workload", "PostgreSQL processes", "Ingest", "Merge", "API page", "Server memory", "Exports", "Explorer",
-         "Explorer at store size")
+ORDER = ("Mixed workload", "PostgreSQL processes", "Ingest", "Merge", "Exports", "Explorer at store size")
 
 INTRO = """\
 # Benchmarks
@@ -50,7 +49,7 @@ this page from them.
 .venv/bin/python -m bench mixed --records 250000 1000000    # the headline, SQLite
 .venv/bin/python -m bench mixed --records 1000000 --own-pg  # on a PostgreSQL sized as docs/deploying.md says
 .venv/bin/python -m bench scaling --own-pg                  # PostgreSQL, one server process against two
-.venv/bin/python -m bench full                              # ingest, merge, mixed, API page, exports, explorer: one 1M store
+.venv/bin/python -m bench full                              # ingest, merge, mixed, exports, explorer: one 1M store
 .venv/bin/python -m bench full --quick                      # the same in a few minutes (the test suite runs it)
 .venv/bin/python -m bench explorer                          # the explorer in Chromium at store size
 .venv/bin/python -m bench soak                              # sustained load, every response checked
@@ -62,9 +61,9 @@ The benchmarks need Debian's `wrk` (load), `chromium` (the explorer) and, for
 virtual environment of its own on first use. Load only ever targets 127.0.0.1, and
 every process a benchmark starts it stops. Figures move with the machine: each result
 carries the machine's speed in fixed tasks (a Python loop, page-cache reads and
-writes), and a service timing carries the same run's reference (a bare Tornado
-ceiling, a bare `executemany`, a plain pandas merge), so that a slow hour of a shared
-machine shows as such. How the service meets these figures, and where it falls short,
+writes), and a service timing carries the same run's reference (a bare `executemany`,
+a plain pandas merge, the CSV writer alone), so that a slow hour of a shared machine
+shows as such. How the service meets these figures, and where it falls short,
 is in docs/architecture.md.
 
 ## The latest figures

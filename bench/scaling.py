@@ -24,10 +24,8 @@ is then that of servers on slower cores beside a PostgreSQL with room.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
-import json
 import os
 import re
 import resource
@@ -40,7 +38,7 @@ import psutil
 import requests
 from sqlalchemy import text
 
-from bench.figures import RESULTS, Figure, Target, machine, now, save, say as say_as, stage
+from bench.figures import Figure, Run, Target, command, say, stage
 from bench.load import CLIENTS, load_pass
 from bench.processes import cpu_budget, server_pids
 from bench.stores import add_buyers, build_store, describe_pg, fresh_schema, own_server, path_of, questions, start_server
@@ -49,14 +47,6 @@ from store.database.db import make_engine
 PG = os.environ.get("LINEUPS_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS = os.environ.get("LINEUPS_BENCH_REDIS", "redis://127.0.0.1:6379/13")
 TARGET = 1.6
-
-
-def say(message: str) -> None:
-    say_as("scaling", message)
-
-
-def load_text() -> str:
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 # ---------------------------------------------------------------- the schema
@@ -153,8 +143,8 @@ def settle(pids: list[int], quiet: float = 0.05, longest: float = 60.0) -> float
 def one_pass(dataset, buyers, processes: int, asks: list, folder: Path, name: str, redis_url: str,
              worker_cpus: float | None = None) -> dict:
     with contextlib.ExitStack() as stack:
-        server = stack.enter_context(start_server(dataset, folder, name, "--processes", str(processes), "--redis",
-                                                  redis_url)[0])
+        server = stack.enter_context(start_server(dataset, folder, "--processes", str(processes), "--redis", redis_url,
+                                                  name=name))
         workers = server_pids(server.pid)[1:] if processes > 1 else []
         pids = [server.pid, *workers]
         if worker_cpus:  # each process its budget; PostgreSQL, wrk and the rest the remainder
@@ -191,8 +181,24 @@ def show(p: dict) -> str:
             f" PostgreSQL {p['postgres_cpu_s']:.1f}, wrk {p['wrk_cpu_s']:.2f}, everything else {others:.1f}")
 
 
+def passes(dataset, buyers, args, folder: Path) -> list[dict]:
+    """An uncounted warm-up pass with one process, then `args.rounds` of 1 and 2, each its own questions."""
+    plan = [("warm-up", 1, args.warmup)]
+    for round_ in range(1, args.rounds + 1):
+        plan += [(f"{n}p round {round_}", n, args.queries) for n in (1, 2)]
+    asks = questions(buyers, sum(count for _, _, count in plan))
+    done, at = [], 0
+    for name, processes, count in plan:
+        say("scaling", f"pass {name}: {count:,} questions, --processes {processes}")
+        done.append(one_pass(dataset, buyers, processes, asks[at:at + count], folder, name.replace(" ", "-"),
+                             args.redis, args.worker_cpus))
+        at += count
+        print(show(done[-1]), flush=True)
+    return [p for p in done if p["name"] != "warm-up"]
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench scaling", description=__doc__.splitlines()[0])
+    parser = command("scaling", __doc__)
     parser.add_argument("--records", type=int, default=250_000)
     parser.add_argument("--queries", type=int, default=1_500, help="distinct questions per pass")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of one pass with 1, then 2 processes")
@@ -205,65 +211,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker-cpus", type=float, metavar="CORES",
                         help="hold each server process to this much CPU (a cgroup each, as root): PostgreSQL, "
                              "wrk and the rest share what is left, as if PostgreSQL ran on cores of its own")
-    parser.add_argument("--json", type=Path, help="write every pass's figures here")
-    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result file goes")
     args = parser.parse_args(argv)
-    started, where = now(), machine()
-    say(f"{where}; {args.records:,} records, {args.queries:,} questions a pass, {args.rounds} rounds, {CLIENTS} connections")
-    passes: list[dict] = []
-    server = "the machine's" if not args.own_pg else f"the run's own ({describe_pg()})"
-    say(f"PostgreSQL: {server}")
-    if args.worker_cpus:
-        say(f"each server process held to {args.worker_cpus:g} of a core (cgroup CPU quota)")
+    run = Run("scaling", args.results, argv)
+    pg = f"the run's own ({describe_pg()})" if args.own_pg else "the machine's"
+    say("scaling", f"{run.where}; {args.records:,} records, {args.queries:,} questions a pass, {args.rounds} rounds, "
+        f"{CLIENTS} connections; PostgreSQL: {pg}")
     with contextlib.ExitStack() as stack:
         pg_url = stack.enter_context(own_server()) if args.own_pg else args.pg
-        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="lineups-scaling-"))
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="lineups-scaling-")))
         schema = stack.enter_context(fresh_schema(pg_url, "bench_scaling_"))
-        folder = Path(tmp)
         with stage("scaling", f"building a store of {args.records:,} records in {schema}"):
             dataset = build_store(folder, args.records, db_url=pg_url, db_schema=schema)
         with stage("scaling", "adding the buyers and building their views"):
             buyers, views_s, kept = add_buyers(dataset)
-        say(f"  {len(buyers.keys)} buyers, {kept['views']} views, {kept['rows']:,} kept rows, "
+        say("scaling", f"  {len(buyers.keys)} buyers, {kept['views']} views, {kept['rows']:,} kept rows, "
             f"{kept['bytes'] / 2**20:,.0f} MiB of tables and indexes, views in {views_s:.1f} s")
         with stage("scaling", "VACUUM ANALYZE of the schema's tables"):
             vacuum_analyze(pg_url, schema)
-        plan = [("warm-up", 1, args.warmup)]
-        for round_ in range(1, args.rounds + 1):
-            plan += [(f"{n}p round {round_}", n, args.queries) for n in (1, 2)]
-        asks = questions(buyers, sum(count for _, _, count in plan))
-        at = 0
-        for name, processes, count in plan:
-            say(f"pass {name}: {count:,} questions, --processes {processes} (load {load_text()})")
-            result = one_pass(dataset, buyers, processes, asks[at:at + count], folder, name.replace(" ", "-"), args.redis,
-                              args.worker_cpus)
-            at += count
-            passes.append(result)
-            print(show(result), flush=True)
-    counted = [p for p in passes if p["name"] != "warm-up"]
-    one = statistics.median(p["rate"] for p in counted if p["processes"] == 1)
-    two = statistics.median(p["rate"] for p in counted if p["processes"] == 2)
-    ratio = two / one
-    rounds = [b["rate"] / a["rate"] for a, b in zip(counted[0::2], counted[1::2])]
-    print(f"median pages/s: 1 process {one:.1f}, 2 processes {two:.1f}: {ratio:.2f}x "
-          f"(rounds: {', '.join(f'{r:.2f}x' for r in rounds)}); target >= {TARGET}x: {'met' if ratio >= TARGET else 'MISSED'}",
-          flush=True)
-    if args.json:
-        args.json.write_text(json.dumps({
-            "started": started, "machine": where, "postgresql": server, "worker_cpus": args.worker_cpus,
-            "records": dataset.records, "views_s": views_s, "kept": kept,
-            "passes": passes, "one": one, "two": two, "ratio": ratio, "round_ratios": rounds,
-        }, indent=1, default=str) + "\n")
+        counted = passes(dataset, buyers, args, folder)
+    ones, twos = ([p["rate"] for p in counted if p["processes"] == n] for n in (1, 2))
+    ratio = statistics.median(twos) / statistics.median(ones)
+    rounds = ", ".join(f"{b / a:.2f}x" for a, b in zip(ones, twos))
+    print(f"median pages/s: 1 process {statistics.median(ones):.1f}, 2 processes {statistics.median(twos):.1f}: "
+          f"{ratio:.2f}x (rounds: {rounds}); target >= {TARGET}x: {'met' if ratio >= TARGET else 'MISSED'}", flush=True)
     budget = f", each server process held to {args.worker_cpus:g} of a core" if args.worker_cpus else ""
+    section = "PostgreSQL processes"
     figures = [
-        Figure("scaling.one", "PostgreSQL processes", f"one server process: distinct first pages/s{budget}", "req/s",
-               [p["rate"] for p in counted if p["processes"] == 1]),
-        Figure("scaling.two", "PostgreSQL processes", f"two server processes: distinct first pages/s{budget}", "req/s",
-               [p["rate"] for p in counted if p["processes"] == 2]),
-        Figure("scaling.ratio", "PostgreSQL processes", f"two processes over one{budget}", "×", [ratio], Target(">=", TARGET)),
+        Figure("scaling.one", section, f"one server process: distinct first pages/s{budget}", "req/s", ones),
+        Figure("scaling.two", section, f"two server processes: distinct first pages/s{budget}", "req/s", twos),
+        Figure("scaling.ratio", section, f"two processes over one{budget}", "×", [ratio], Target(">=", TARGET)),
     ]
     store = ("postgresql-own" if args.own_pg else "postgresql") + (f"-cpus{args.worker_cpus:g}" if args.worker_cpus else "")
-    save("scaling", figures, measured=started, where=where, store=store, records=dataset.records, argv=argv,
-         folder=args.results)
+    run.save(figures, dataset.records, store)
     return 0
-

@@ -22,9 +22,9 @@ servers they start; they assert behaviour, the targets are judged here.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import json
 import os
@@ -37,16 +37,16 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 from urllib.parse import urlencode, urlsplit
 
 import requests
 from sqlalchemy import select
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
-from bench.figures import RESULTS, Figure, Target, machine, now, save
+from bench.figures import Figure, Run, Target, command
 from bench.load import percentiles
-from bench.processes import EXPLORER_READY, Process, RssSampler, free_port, lineups_command, server_rss_mib
+from bench.processes import Process, RssSampler, free_port, serve, server_rss_mib
 from bench.soak_checks import Request, check
 from bench.stores import build_demo
 from store.access import accounts, links
@@ -339,20 +339,23 @@ def soak(base_url: str, server_pid: int, plan: Plan, clients: int, seconds: floa
 
 
 # ---------------------------------------------------------------- the full run
-def start_redis(folder: Path) -> tuple[subprocess.Popen, str] | None:
-    """A private redis-server on a free port (never the machine's shared one)."""
+@contextlib.contextmanager
+def own_redis(folder: Path) -> Iterator[str | None]:
+    """The URL of a private redis-server on a free port (never the machine's shared one)
+    for the block; None when none is installed."""
     binary = shutil.which("redis-server")
     if binary is None:
-        return None
+        yield None
+        return
     port = free_port()
     process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
                                 "no", "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
-    return process, f"redis://127.0.0.1:{port}/0"
-
-
-def load_average() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    try:
+        time.sleep(0.5)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.kill()
+        process.wait()
 
 
 # ---------------------------------------------------------------- exports
@@ -454,26 +457,22 @@ def requests_rows(url: str) -> int:
 
 
 # ---------------------------------------------------------------- the full run
-def serve(folder: Path, name: str, db_url: str, secret: str, processes: int, redis_url: str | None) -> Process:
-    port = free_port()
-    env = {"LINEUPS_DB": db_url, "LINEUPS_SECRET": secret, "LINEUPS_BASE_URL": f"http://127.0.0.1:{port}"}
-    command = [*lineups_command(), "serve", "--port", str(port), "--processes", str(processes)]
-    if redis_url:
-        command += ["--redis", redis_url]
-    elif processes > 1:  # refused without Redis unless meant (issue 16 item 6)
-        command += ["--per-process-limits"]
-    # Every worker's explorer built before the load (a fresh process builds it once
-    # quiet): a build in a lull of the run would read as memory growth.
-    return Process(command, port, folder / f"{name}.log", env).start("/healthz").wait_for_log(EXPLORER_READY, processes)
+def start(folder: Path, name: str, env: dict[str, str], processes: int, redis_url: str | None) -> Process:
+    """`lineups serve --processes N` at the contract's rate limits, every worker's explorer
+    built before the load (a fresh process builds it once quiet: a build in a lull of the
+    run would read as memory growth)."""
+    # Several processes are refused without Redis unless meant (issue 16 item 6).
+    limits = ["--redis", redis_url] if redis_url else ["--per-process-limits"] if processes > 1 else []
+    return serve(folder, name, env, "--processes", str(processes), *limits, explorers=processes)
 
 
 def soak_run(args, folder: Path, redis_url: str | None) -> dict:
     (folder / "soak").mkdir(exist_ok=True)
-    db_url, secret = build_demo(folder / "soak", args.records)
-    engine = make_engine(db_url)
-    plan = prepare(make_sessionmaker(engine), (secret,), keys=keys_for(args.clients))
+    env = build_demo(folder / "soak", args.records)
+    engine = make_engine(env["LINEUPS_DB"])
+    plan = prepare(make_sessionmaker(engine), (env["LINEUPS_SECRET"],), keys=keys_for(args.clients))
     engine.dispose()
-    with serve(folder, "soak", db_url, secret, args.processes, redis_url) as server:
+    with start(folder, "soak", env, args.processes, redis_url) as server:
         result = soak(server.base_url, server.pid, plan, args.clients, args.seconds, args.warmup)
     result.update({"records": args.records, "processes": args.processes, "redis": bool(redis_url),
                    "keys": len(plan.keys), "rate_limit_per_key": 100})
@@ -484,19 +483,19 @@ def export_run(args, folder: Path) -> dict:
     """A demo store of `args.export_records`, `lineups serve`, five links' exports
     streaming for `args.export_seconds` while /v1/sources is timed."""
     (folder / "exports").mkdir(exist_ok=True)
-    db_url, secret = build_demo(folder / "exports", args.export_records)
-    engine = make_engine(db_url)
-    with serve(folder, "exports", db_url, secret, args.processes, None) as server:
-        urls, keys = export_links(make_sessionmaker(engine), (secret,), server.base_url, 5)
+    env = build_demo(folder / "exports", args.export_records)
+    engine = make_engine(env["LINEUPS_DB"])
+    with start(folder, "exports", env, args.processes, None) as server:
+        urls, keys = export_links(make_sessionmaker(engine), (env["LINEUPS_SECRET"],), server.base_url, 5)
         engine.dispose()
         warm = [requests_rows(url) for url in urls]  # every worker's view and the CSV columns warm
         result = export_window(server.base_url, urls, args.export_seconds, keys)
         result["warm_up_exports_rows"] = warm
         result["rss_mib_end"] = round(server_rss_mib(server.pid), 1)
-    result.update({"records": args.export_records, "processes": args.processes})
     p99 = result["probe_ms_while_all_streaming"]["p99"]
-    result["probe_p99_target_ms"] = EXPORT_PROBE_P99_TARGET_MS
-    result["meets_target"] = p99 is not None and p99 < EXPORT_PROBE_P99_TARGET_MS
+    result.update({"records": args.export_records, "processes": args.processes,
+                   "probe_p99_target_ms": EXPORT_PROBE_P99_TARGET_MS,
+                   "meets_target": p99 is not None and p99 < EXPORT_PROBE_P99_TARGET_MS})
     return result
 
 
@@ -519,7 +518,7 @@ def figures_of(report: dict) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench soak", description=__doc__.splitlines()[0])
+    parser = command("soak", __doc__)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=300)
     parser.add_argument("--warmup", type=float, default=60, help="seconds of load before memory is compared")
@@ -529,30 +528,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--export-records", type=int, default=128_000,
                         help="demo records for the exports check (128,000 give about 100,000 merged rows); 0 skips it")
     parser.add_argument("--export-seconds", type=float, default=60)
-    parser.add_argument("--folder", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=None, help="write the JSON report here too")
-    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result file goes")
     args = parser.parse_args(argv)
-    folder = args.folder or Path(tempfile.mkdtemp(prefix="lineups-soak-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    measured, where = now(), machine()
-    report: dict = {"date": measured, "cpus": os.cpu_count(), "load_average_before": load_average()}
-    redis = None if args.no_redis else start_redis(folder)
-    try:
-        report["soak"] = soak_run(args, folder, redis[1] if redis else None)
+    run = Run("soak", args.results, argv)
+    report: dict = {"date": run.measured, "cpus": os.cpu_count(), "load_average_before": os.getloadavg()}
+    with tempfile.TemporaryDirectory(prefix="lineups-soak-") as tmp, contextlib.ExitStack() as stack:
+        redis = None if args.no_redis else stack.enter_context(own_redis(Path(tmp)))
+        report["soak"] = soak_run(args, Path(tmp), redis)
         if args.export_records:
-            report["exports"] = export_run(args, folder)
-    finally:
-        if redis:
-            redis[0].kill()
-            redis[0].wait()
-    report["load_average_after"] = load_average()
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
-    save("soak", figures_of(report), measured=measured, where=where, store="sqlite", records=args.records, argv=argv,
-         folder=args.results)
+            report["exports"] = export_run(args, Path(tmp))
+    report["load_average_after"] = os.getloadavg()
+    print(json.dumps(report, indent=2))
+    run.save(figures_of(report), args.records)
     soak_ok = report["soak"]["violations"] == 0 and report["soak"]["memory"]["growth_pct"] < 10
-    exports_ok = "exports" not in report or report["exports"]["meets_target"]
-    return 0 if soak_ok and exports_ok else 1
+    return 0 if soak_ok and ("exports" not in report or report["exports"]["meets_target"]) else 1

@@ -8,20 +8,19 @@ server's resident memory before, while they stall and after the progress timeout
 (`api.exports.ExportLimits.stall_s`), and when the last stalled one was cut off.
 The tests (tests/reliability/test_stalled_exports.py) assert only behaviour.
 
-    python -m bench stalled-exports --out stalled.json
+    python -m bench stalled-exports
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import socket
 import tempfile
 import time
 from pathlib import Path
 
-from bench.figures import RESULTS, Figure, machine, now, save
-from bench.processes import Process, free_port, lineups_command, rss_mib
+from bench.figures import Figure, Run, command
+from bench.processes import Process, rss_mib, serve
 from bench.soak import export_links, requests_rows
 from bench.stores import build_demo
 from store.database.db import make_engine, make_sessionmaker
@@ -67,35 +66,24 @@ def stall_round(server: Process, base_url: str, urls: list[str], clients: int) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench stalled-exports", description=__doc__.splitlines()[0])
+    parser = command("stalled-exports", __doc__)
     parser.add_argument("--records", type=int, default=60_000)
     parser.add_argument("--clients", type=int, default=40)
     parser.add_argument("--links", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=2, help="stall rounds, one after the other (memory given back?)")
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result file goes")
     args = parser.parse_args(argv)
-    measured, where = now(), machine()
-    folder = Path(tempfile.mkdtemp(prefix="lineups-stalled-"))
-    db_url, secret = build_demo(folder, args.records)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    engine = make_engine(db_url)
-    urls, _ = export_links(make_sessionmaker(engine), (secret,), base_url, args.links, keys=1)
-    engine.dispose()
-    env = {"LINEUPS_DB": db_url, "LINEUPS_SECRET": secret, "LINEUPS_BASE_URL": base_url}
-    with Process([*lineups_command(), "serve", "--port", str(port)], port, folder / "serve.log", env).start("/healthz") as server:
-        rows = requests_rows(urls[0])  # merged and warm
-        rss_before = rss_mib(server.pid)
-        rounds = [stall_round(server, base_url, urls, args.clients) for _ in range(args.rounds)]
-    report = {
-        "date": time.strftime("%Y-%m-%d"), "records": args.records, "rows_per_export": rows,
-        "clients": args.clients, "links": args.links, "rss_mib_before": round(rss_before, 1), "rounds": rounds,
-    }
-    text = json.dumps(report, indent=1)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    run = Run("stalled-exports", args.results, argv)
+    with tempfile.TemporaryDirectory(prefix="lineups-stalled-") as tmp:
+        env = build_demo(Path(tmp), args.records)
+        with serve(Path(tmp), "serve", env) as server:
+            engine = make_engine(env["LINEUPS_DB"])
+            urls, _ = export_links(make_sessionmaker(engine), (env["LINEUPS_SECRET"],), server.base_url, args.links, keys=1)
+            engine.dispose()
+            rows = requests_rows(urls[0])  # merged and warm
+            rss_before = rss_mib(server.pid)
+            rounds = [stall_round(server, server.base_url, urls, args.clients) for _ in range(args.rounds)]
+    print(json.dumps({"date": run.measured, "records": args.records, "rows_per_export": rows, "clients": args.clients,
+                      "links": args.links, "rss_mib_before": round(rss_before, 1), "rounds": rounds}, indent=1))
     section = f"Share-link clients that stop reading ({args.clients} clients, {args.links} links)"
     last = rounds[-1]
     figures = [
@@ -105,7 +93,5 @@ def main(argv: list[str] | None = None) -> int:
         Figure("stalled.rss_after", section, "server RSS after the cut-off, over before", "MiB",
                [last["rss_mib_after_cut_off"] - rss_before]),
     ]
-    save("stalled-exports", figures, measured=measured, where=where, store="sqlite", records=args.records, argv=argv,
-         folder=args.results)
+    run.save(figures, args.records)
     return 0 if all(r["still_open"] == 0 for r in rounds) else 1
-

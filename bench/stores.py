@@ -32,7 +32,7 @@ import pandas as pd
 from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from bench.processes import Process, free_port, lineups_command
+from bench.processes import Process, free_port, lineups, serve
 from store.access import accounts
 from store.database.db import create_schema, make_engine, make_sessionmaker, transaction
 from store.database.schema import Feed, MergedRow, MergedView, Record
@@ -264,25 +264,20 @@ def store_env(dataset: Dataset) -> dict[str, str]:
             "LINEUPS_SECRET": f"bench-mixed-{dataset.db_schema}-{dataset.buyer_id}"}
 
 
-def start_server(dataset: Dataset, folder: Path, name: str = "serve", *options: str) -> tuple[Process, float]:
-    """A fresh `lineups serve` of the store (with `options`, e.g. "--processes", "2") and
-    the seconds until it answered /healthz."""
-    port = free_port()
-    env = {"LINEUPS_RATE_LIMIT": str(RATE_LIMIT), "LINEUPS_BASE_URL": f"http://127.0.0.1:{port}", **store_env(dataset)}
-    command = [*lineups_command(), "serve", "--host", "127.0.0.1", "--port", str(port), *options]
-    start = time.perf_counter()
-    server = Process(command, port, folder / f"{name}.log", env).start("/healthz")
-    return server, time.perf_counter() - start
+def start_server(dataset: Dataset, folder: Path, *options: str, name: str = "serve", explorers: int = 0,
+                 **env: str) -> Process:
+    """A fresh `lineups serve` of the store (`processes.serve`: `options`, e.g.
+    "--processes", "2"; `env` added), with a rate limit no load meets."""
+    return serve(folder, name, {"LINEUPS_RATE_LIMIT": str(RATE_LIMIT), **store_env(dataset), **env}, *options,
+                 explorers=explorers)
 
 
-def build_demo(folder: Path, records: int) -> tuple[str, str]:
-    """(db URL, secret) of a new SQLite store with the demo data set (`lineups demo`)."""
-    db_url = f"sqlite:///{folder / 'soak.db'}"
-    secret = uuid.uuid4().hex + uuid.uuid4().hex
-    env = {**os.environ, "LINEUPS_DB": db_url, "LINEUPS_SECRET": secret}
-    subprocess.run([*lineups_command(), "demo", "--records", str(records), "--json"], env=env, check=True,
-                   capture_output=True, timeout=1800)
-    return db_url, secret
+def build_demo(folder: Path, records: int) -> dict[str, str]:
+    """The environment (`LINEUPS_DB`, `LINEUPS_SECRET`) of a new SQLite store in `folder`
+    with the demo data set (`lineups demo`)."""
+    env = {"LINEUPS_DB": f"sqlite:///{folder / 'soak.db'}", "LINEUPS_SECRET": uuid.uuid4().hex + uuid.uuid4().hex}
+    lineups("demo", "--records", str(records), "--json", env=env)
+    return env
 
 
 # ---------------------------------------------------------------- a PostgreSQL of the run's own

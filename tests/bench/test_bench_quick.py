@@ -1,7 +1,7 @@
 """The whole bench (`python -m bench full`, issues 8 and 15) runs end to end in its quick
 mode, so that its code never rots. Its figures mean little at this size and are not
-asserted: the run is made as small as it goes (5,000 records, one run of each figure,
-1 s loads), every step of it still taken, and it writes its result file."""
+asserted: the run is made as small as it goes (5,000 records, one run of each
+figure), every step of it still taken, and it writes its result file."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_the_quick_benchmark_writes_its_result_file(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "bench", "full", "--quick", "--records", "5000", "--runs", "1", "--seconds", "1",
+        [sys.executable, "-m", "bench", "full", "--quick", "--records", "5000", "--runs", "1",
          "--results", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=480,
     )
@@ -34,8 +34,7 @@ def test_the_quick_benchmark_writes_its_result_file(tmp_path):
     figures = {f["id"]: f for f in result["figures"]}
     for measured in ("mixed.rate", "mixed.p99", "mixed.rss", "mixed.subscription", "mixed.subscription.delay",
                      "mixed.ingest.delay", "mixed.daily", "mixed.daily.command",
-                     "ingest.sqlite", "merge.cold", "api.rate", "api.p99", "api.ceiling.rate", "memory.cached",
-                     "page.server_time_p50", "export.whole", "export.share"):
+                     "ingest.sqlite", "merge.cold", "export.whole", "export.whole.memory", "export.share"):
         assert figures[measured]["values"], measured
     assert figures["mixed.rate"]["target"] == {"op": ">=", "value": 150, "text": ""}
     assert written.stat().st_size < 20_000  # kept small
