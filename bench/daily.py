@@ -24,13 +24,11 @@ from store.intake import ingest
 
 
 def fresh_daily_update(dataset: Dataset, changes: int = 1_000, runs: int = 1) -> list[Figure]:
-    """`runs` daily updates (`daily_update`), each a different change (its `round_`)
-    in a fresh Python process, as an operator's `lineups ingest` runs (a process that
-    has built views before keeps the memory it touched, and ran an update faster than a
-    new one does). The figures are their median: one update's time moves by a third
-    from one to the next on one store and machine. A `concurrent.futures` worker, not a
-    `multiprocessing.Pool`'s: the Pool's are daemons, which may not start the reader
-    `daily_update` watches with."""
+    """`runs` daily updates (`daily_update`), each a different change in a fresh process,
+    as an operator's `lineups ingest` runs (a process that built views before runs one
+    faster); their median, as one update's time moves by a third from one to the next.
+    A `concurrent.futures` worker: a `multiprocessing.Pool`'s are daemons, which may not
+    start the reader `daily_update` watches with."""
     done: list[list[Figure]] = []
     for round_ in range(1, runs + 1):
         with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -51,8 +49,7 @@ def _clock() -> float:
 
 def _watch(dataset: Dataset, feed_id: str, version: int, ready, seen) -> None:
     """A reader in a process of its own, as a server is: sets `ready`, then polls the
-    feed's data version every 5 ms and sets `seen` (`_clock`) when it is no longer
-    `version`."""
+    feed's data version every 5 ms and sets `seen` (`_clock`) once it changed."""
     engine = dataset.engine()
     try:
         ready.set()
@@ -68,10 +65,9 @@ def _watch(dataset: Dataset, feed_id: str, version: int, ready, seen) -> None:
 
 
 def io_calls() -> tuple[int, int, int]:
-    """This process's read and write system calls so far, and the bytes its reads
-    brought from the disk (Linux's /proc/self/io; zeros elsewhere): SQLite reads and
-    writes a page a call, and where calls are dear they are much of an update's time; a
-    page the kernel had paged out is read from the disk (docs/architecture.md)."""
+    """This process's read and write system calls so far and the bytes its reads brought
+    from the disk (/proc/self/io; zeros elsewhere): SQLite's pages, a call each, and the
+    pages the kernel had paged out (docs/architecture.md)."""
     try:
         fields = dict(line.split(": ", 1) for line in Path("/proc/self/io").read_text().splitlines())
     except OSError:
@@ -80,16 +76,12 @@ def io_calls() -> tuple[int, int, int]:
 
 
 def daily_update(dataset: Dataset, changes: int = 1_000, round_: int = 1) -> list[Figure]:
-    """A daily update of `changes` records into one feed (half revisions, half new),
-    made beforehand (`dataset.changes`, whose `round_` makes each update a different
-    change): its transaction brings every view of the feed
-    up to date before it commits. What a buyer waits for is the time from the ingest's
-    start until another connection reads the feed's new data version (the records and
-    every view of the feed commit together); the command's own wait, until its commit
-    returns, also holds SQLite's checkpoint of the log into the database file, which
-    runs after readers already see the change. The reader is a process of its own
-    (`_watch`): as a thread of this process, its polling would take the interpreter
-    lock from the upkeep."""
+    """A daily update of `changes` records into one feed (half revisions, half new; made
+    beforehand by `stores.changes`, `round_` a different change each), whose transaction
+    brings every view of the feed up to date: timed from the ingest's start until another
+    process (`_watch`: a thread would take the interpreter lock from the upkeep) reads
+    the feed's new data version; and the command's own wait, until its commit returns
+    (with SQLite's checkpoint, which runs after readers see the change)."""
     engine = dataset.engine()
     sessions = make_sessionmaker(engine)
     feed_id = dataset.feed_ids[0]

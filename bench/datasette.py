@@ -107,20 +107,13 @@ def datasette_pass(
 def datasette_figures(dataset: Dataset, buyers: Buyers, asks: list[tuple[str, str, dict]], folder: Path) -> list[Figure]:
     """The same questions of Datasette as it comes, then set up as an API (`datasette_pass`)."""
     figures: list[Figure] = []
-    theirs, their_rss = datasette_pass(dataset, buyers, asks, folder)
-    figures += [
-        Figure("datasette.rate", "Mixed workload", "Datasette 0.65 over the raw records, same questions: pages/s",
-               "req/s", [theirs.rate]),
-        Figure("datasette.p50", "Mixed workload", "Datasette: p50 latency", "ms", [theirs.p50_ms]),
-        Figure("datasette.p99", "Mixed workload", "Datasette: p99 latency", "ms", [theirs.p99_ms]),
-        Figure("datasette.rss", "Mixed workload", "Datasette: RSS after the pass", "MiB", [their_rss]),
-    ]
-    tuned, _ = datasette_pass(dataset, buyers, asks, folder, tuned=True)
-    figures += [
-        Figure("datasette_tuned.rate", "Mixed workload",
-               "Datasette set up as an API (indexes for the filters and eta; no count or facets per page): pages/s",
-               "req/s", [tuned.rate]),
-        Figure("datasette_tuned.p50", "Mixed workload", "Datasette set up as an API: p50 latency", "ms", [tuned.p50_ms]),
-        Figure("datasette_tuned.p99", "Mixed workload", "Datasette set up as an API: p99 latency", "ms", [tuned.p99_ms]),
-    ]
+    for id, name, tuned in (("datasette", "Datasette", False), ("datasette_tuned", "Datasette set up as an API", True)):
+        result, rss = datasette_pass(dataset, buyers, asks, folder, tuned)
+        label = ("Datasette set up as an API (indexes for the filters and eta; no count or facets per page): pages/s"
+                 if tuned else "Datasette 0.65 over the raw records, same questions: pages/s")
+        figures += [Figure(f"{id}.rate", "Mixed workload", label, "req/s", [result.rate]),
+                    Figure(f"{id}.p50", "Mixed workload", f"{name}: p50 latency", "ms", [result.p50_ms]),
+                    Figure(f"{id}.p99", "Mixed workload", f"{name}: p99 latency", "ms", [result.p99_ms])]
+        if not tuned:
+            figures.append(Figure("datasette.rss", "Mixed workload", "Datasette: RSS after the pass", "MiB", [rss]))
     return figures

@@ -11,15 +11,13 @@ definition `lineups quality duplicates` and the explorer's flags use) by cause.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import tempfile
-from pathlib import Path
 from unittest import mock
 
 import pandas as pd
 
-from bench.figures import RESULTS, Figure, machine, now, print_figures, save
+from bench.figures import Figure, Run, command
 from store.access import accounts
 from store.database.db import create_schema, make_engine, make_sessionmaker, transaction
 from store.intake.demo import load_demo
@@ -65,15 +63,11 @@ def figures_of(result: dict) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench duplicates", description=__doc__.splitlines()[0])
+    parser = command("duplicates", __doc__)
     parser.add_argument("--records", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--anchor-date", type=dt.date.fromisoformat, default=dt.date(2026, 11, 25))
-    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result file goes")
     args = parser.parse_args(argv)
-    measured, where = now(), machine()
-    figures = figures_of(measure(args.records, args.seed, args.anchor_date))
-    print_figures(figures)
-    save("duplicates", figures, measured=measured, where=where, store="sqlite", records=args.records, argv=argv,
-         folder=args.results)
+    run = Run("duplicates", args.results, argv)
+    run.save(figures_of(measure(args.records, args.seed, args.anchor_date)), args.records)
     return 0

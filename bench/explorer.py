@@ -1,25 +1,16 @@
 """The explorer at store size (issue 17: "first view ≤ 2 s and filter change ≤ 1 s,
 cold, 1M records"), in a real browser.
 
-For each size: a fresh SQLite store with the demo data set of that many records (the
-calls placed around today, as `lineups serve --demo` places them), the demo buyer's
-views built as the command line builds them after loading (`builds.ensure_buyer`),
-then a **fresh** `python -m explorer` process and an empty headless Chromium
-(Debian's, driven by Playwright). Measured as a buyer would notice:
-
-- first view, cold: from submitting the sign-in form to the first table rows on
-  screen, the first sign-in to a process that has just started (no warming exists):
-  the median of `COLD_RUNS` fresh processes, each signed into once (one sample
-  varies by 0.3-0.7 s on this machine);
-- first view, warm: a second sign-in in a new browser context;
-- each filter change (port, a commodity group, latest, one row per feed, back to
-  merged, a date window, a sort by quantity): from the change to the new row count on
-  screen and no longer "updating…". Every change asks a question not asked before.
-
-    python -m bench explorer                    # 250k and 1M records
+    python -m bench explorer                    # 250k and 1M records, a result file each
     python -m bench explorer --records 20000    # a quick look
 
-Each size writes one result file.
+For each size a fresh SQLite store of `lineups demo` (the calls around today, the demo
+buyer's views built), a **fresh** `python -m explorer` and an empty headless Chromium
+(Debian's, through Playwright), measured as a buyer would notice: the first view, cold
+(from submitting the sign-in form to the first rows on screen, the first sign-in to a
+process just started; the median of `COLD_RUNS` processes) and warm (a second sign-in),
+and filter changes, each a question not asked before, from the change to the new row
+count on screen and no longer "updating…".
 """
 
 from __future__ import annotations
@@ -33,19 +24,15 @@ from pathlib import Path
 
 from playwright.sync_api import expect, sync_playwright
 
-from bench.figures import Figure, Run, Target, command, say
+from bench.figures import Figure, Run, Target, command, say, stage
 from bench.processes import Process, free_port, rss_mib
-from store.database.db import create_schema, engine_for, make_sessionmaker, transaction
-from store.intake.demo import load_demo
-from store.settings import Settings
-from store.views import builds
+from bench.stores import build_demo
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]
-SECRET = "bench-explorer-secret-of-at-least-32-characters"
 TIMEOUT_MS = 120_000
 #: Fresh explorer processes per size whose first sign-in is timed (the median is reported).
 COLD_RUNS = 3
@@ -55,40 +42,11 @@ def log(text: str) -> None:
     say("explorer", text)
 
 
-def build_store(folder: Path, records: int) -> tuple[str, dict, float, float]:
-    """(db URL, demo payload, seconds loading, seconds building the buyer's views)."""
-    settings = Settings(db_url=f"sqlite:///{folder / 'lineups.db'}", secrets=(SECRET,))
-    engine = engine_for(settings)
-    create_schema(engine)
-    sessions = make_sessionmaker(engine)
-    seen = [0, time.monotonic()]
-
-    def progress(done: int) -> None:
-        seen[0] += done
-        if time.monotonic() - seen[1] > 10:
-            log(f"  {seen[0]:,} of {records:,} records loaded")
-            seen[1] = time.monotonic()
-
-    started = time.monotonic()
-    with transaction(sessions) as session:
-        payload = load_demo(session, records, seed=7, progress=progress)
-    loaded = time.monotonic() - started
-    log(f"  loaded {records:,} records in {loaded:.0f} s; building the demo buyer's views")
-    started = time.monotonic()
-    builds.ensure_buyer(sessions, payload["buyer_id"])
-    built = time.monotonic() - started
-    engine.dispose()
-    return settings.db_url, payload, loaded, built
-
-
-def start_explorer(db_url: str, folder: Path) -> tuple[Process, float]:
-    """A fresh `python -m explorer` over `db_url`, answering; and the seconds it took."""
+def start_explorer(env: dict[str, str], folder: Path) -> Process:
+    """A fresh `python -m explorer` over the store of `env`, answering (`ready_s`)."""
     port = free_port()
-    command = [sys.executable, "-m", "explorer", "--db", db_url, "--port", str(port)]
-    server = Process(command, port, folder / "explorer.log", {"LINEUPS_SECRET": SECRET})
-    started = time.monotonic()
-    server.start("/explorer/login")
-    return server, time.monotonic() - started
+    return Process([sys.executable, "-m", "explorer", "--port", str(port)], port, folder / "explorer.log",
+                   env).start("/explorer/login")
 
 
 def sign_in(browser, base: str, key: str):
@@ -167,14 +125,38 @@ def pick_commodity(page, name: str) -> None:
     page.keyboard.press("Escape")  # close the suggestions, as a buyer moving on would
 
 
-def measure(records: int, folder: Path, store: tuple[str, dict] | None = None) -> dict:
-    """Times of one size; `store` (db URL, demo payload) reuses a store built before."""
-    if store is None:
-        log(f"{records:,} records: building the store")
-        db_url, payload, loaded, built = build_store(folder, records)
-    else:
-        (db_url, payload), loaded, built = store, 0.0, 0.0
-    result: dict = {"records": records, "load_s": round(loaded, 1), "views_s": round(built, 1)}
+def filter_steps() -> dict:
+    """The filter changes, each a question not asked before, in order."""
+    today = dt.datetime.now(dt.timezone.utc).date()
+    return {
+        "latest call only (all ports, from today)": lambda p: p.locator(".filter-latest input").check(),
+        "port Santos": lambda p: p.locator(".filter-port select").select_option(label="Santos (BRSSZ)"),
+        "commodity Soybeans": lambda p: pick_commodity(p, "Soybeans"),
+        "every call again": lambda p: p.locator(".filter-latest input").uncheck(),
+        "one row per feed": lambda p: p.locator(".filter-merge button", has_text="One row per feed").click(),
+        "merged again": lambda p: p.locator(".filter-merge button", has_text="Merge all feeds").click(),
+        "next 7 days": lambda p: _date(p, "date_to", today + dt.timedelta(days=6)),
+        "sort by quantity": lambda p: p.locator(".sort-by select").select_option(label="Quantity"),
+    }
+
+
+def filter_changes(page) -> list[float]:
+    """Seconds of each filter change that showed its new count (`change`)."""
+    timed = []
+    for label, action in filter_steps().items():
+        try:
+            rows, charts = change(page, action)
+            timed.append(rows)
+            log(f"  {label}: rows {rows:.3f} s, charts {charts:.3f} s")
+        except Exception as error:  # a step that shows no change is reported, not fatal
+            log(f"  {label}: {type(error).__name__}: {str(error).splitlines()[0]}")
+    return timed
+
+
+def explorer_figures(records: int, folder: Path) -> list[Figure]:
+    """The explorer's figures on a fresh demo store of `records` records in `folder`."""
+    with stage("explorer", f"a demo store of {records:,} records and its buyer's views"):
+        env, payload = build_demo(folder, records)
     colds: list[tuple[float, float]] = []
     server = None
     try:
@@ -184,83 +166,40 @@ def measure(records: int, folder: Path, store: tuple[str, dict] | None = None) -
                 if server is not None:
                     page.context.close()
                     server.stop()
-                server, started = start_explorer(db_url, folder)
-                log(f"  explorer answering {started:.1f} s after start; signing in")
+                server = start_explorer(env, folder)
+                log(f"  explorer answering {server.ready_s:.1f} s after start; signing in")
                 page, cold, cold_charts = sign_in(browser, server.base_url, payload["api_key"])
                 colds.append((cold, cold_charts))
                 log(f"  first view cold: {cold:.3f} s (charts {cold_charts:.3f} s)")
-            base = server.base_url
-            result["process_start_s"] = round(started, 2)
-            result["first_view_cold_runs_s"] = [round(c, 3) for c, _ in colds]
-            result["first_view_cold_s"] = round(statistics.median(c for c, _ in colds), 3)
-            result["charts_cold_s"] = round(statistics.median(c for _, c in colds), 3)
-            result["rows_on_first_view"] = page.locator(".row-count p").first.inner_text().split("\n")[0]
-            today = dt.datetime.now(dt.timezone.utc).date()
-            steps = {
-                "latest call only (all ports, from today)": lambda p: p.locator(".filter-latest input").check(),
-                "port Santos": lambda p: p.locator(".filter-port select").select_option(label="Santos (BRSSZ)"),
-                "commodity Soybeans": lambda p: pick_commodity(p, "Soybeans"),
-                "every call again": lambda p: p.locator(".filter-latest input").uncheck(),
-                "one row per feed": lambda p: p.locator(".filter-merge button", has_text="One row per feed").click(),
-                "merged again": lambda p: p.locator(".filter-merge button", has_text="Merge all feeds").click(),
-                "next 7 days": lambda p: _date(p, "date_to", today + dt.timedelta(days=6)),
-                "sort by quantity": lambda p: p.locator(".sort-by select").select_option(label="Quantity"),
-            }
-            changes, drawn = {}, {}
-            for label, action in steps.items():
-                try:
-                    rows, charts = change(page, action)
-                    changes[label], drawn[label] = round(rows, 3), round(charts, 3)
-                except Exception as error:  # a step that shows no change is reported, not fatal
-                    changes[label] = drawn[label] = None
-                    log(f"  {label}: {type(error).__name__}: {str(error).splitlines()[0]}")
-                log(f"  {label}: rows {changes[label]} s, charts {drawn[label]} s")
-            result["filter_changes_s"] = changes
-            result["charts_after_change_s"] = drawn
-            timed = [v for v in changes.values() if v is not None]
-            result["filter_change_median_s"] = round(statistics.median(timed), 3) if timed else None
-            result["filter_change_max_s"] = round(max(timed), 3) if timed else None
+            timed = filter_changes(page)
             page.context.close()
-            page, warm, warm_charts = sign_in(browser, base, payload["api_key"])
-            result["first_view_warm_s"] = round(warm, 3)
-            result["charts_warm_s"] = round(warm_charts, 3)
+            page, warm, _ = sign_in(browser, server.base_url, payload["api_key"])
             page.context.close()
             browser.close()
-        result["explorer_rss_mib"] = round(rss_mib(server.pid), 1)
+        rss = rss_mib(server.pid)
     finally:
         if server is not None:
             server.stop()
-    log(f"  cold {result['first_view_cold_s']} s, warm {result.get('first_view_warm_s')} s, "
-        f"filter change median {result.get('filter_change_median_s')} s, slowest {result.get('filter_change_max_s')} s")
-    return result
+    section = "Explorer at store size"
+    median, slowest = ([round(f(timed), 3)] if timed else [] for f in (statistics.median, max))  # none if all failed
+    return [
+        Figure("explorer.scale.first_view", section, f"first view, cold (median of {COLD_RUNS} fresh explorer processes)",
+               "s", [round(c, 3) for c, _ in colds], Target("<=", 2.0)),
+        Figure("explorer.scale.first_view_warm", section, "first view, warm (a later sign-in)", "s", [round(warm, 3)]),
+        Figure("explorer.scale.charts", section, "both charts drawn after sign-in, cold", "s",
+               [round(statistics.median(c for _, c in colds), 3)]),
+        Figure("explorer.scale.filter_median", section, "filter change to the new count on screen: median of 8", "s",
+               median, Target("<=", 1.0)),
+        Figure("explorer.scale.filter_max", section, "filter change: the slowest of 8", "s",
+               slowest, Target("<=", 1.0)),
+        Figure("explorer.scale.rss", section, "explorer process RSS after the changes", "MiB", [round(rss, 1)]),
+    ]
 
 
 def _date(page, name: str, day: dt.date) -> None:
     box = page.locator(f".filter-{name} input").first
     box.fill(f"{day:%Y-%m-%d}")
     box.press("Enter")
-
-
-def figures_of(result: dict) -> list[Figure]:
-    section = "Explorer at store size"
-    one = lambda key: [] if result.get(key) is None else [result[key]]  # noqa: E731 - none when every change failed
-    return [
-        Figure("explorer.scale.first_view", section, f"first view, cold (median of {COLD_RUNS} fresh explorer processes)",
-               "s", result["first_view_cold_runs_s"], Target("<=", 2.0)),
-        Figure("explorer.scale.first_view_warm", section, "first view, warm (a later sign-in)", "s",
-               one("first_view_warm_s")),
-        Figure("explorer.scale.charts", section, "both charts drawn after sign-in, cold", "s", one("charts_cold_s")),
-        Figure("explorer.scale.filter_median", section, "filter change to the new count on screen: median of 8", "s",
-               one("filter_change_median_s"), Target("<=", 1.0)),
-        Figure("explorer.scale.filter_max", section, "filter change: the slowest of 8", "s",
-               one("filter_change_max_s"), Target("<=", 1.0)),
-        Figure("explorer.scale.rss", section, "explorer process RSS after the changes", "MiB", one("explorer_rss_mib")),
-    ]
-
-
-def explorer_figures(records: int, folder: Path) -> list[Figure]:
-    """The explorer's figures on a fresh demo store of `records` records in `folder`."""
-    return figures_of(measure(records, folder))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,6 @@ reference in the same run is the floor of the work: the same rows written with a
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import sqlite3
 import statistics
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.figures import RESULTS, Figure, Target, machine, missing, now, print_figures, save
+from bench.figures import Figure, Run, Target, command, missing
 from bench.stores import fresh_schema
 from store.database.db import create_schema, make_engine, make_sessionmaker, transaction
 from store.intake import demo, feeds, ingest
@@ -123,15 +122,11 @@ def ingest_figures(records: int, runs: int, pg_url: str | None) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench ingest", description=__doc__.splitlines()[0])
+    parser = command("ingest", __doc__)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--pg", default=None, help="PostgreSQL URL (optional)")
-    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result file goes")
     args = parser.parse_args(argv)
-    measured, where = now(), machine()
-    figures = ingest_figures(args.records, args.runs, args.pg)
-    print_figures(figures)
-    save("ingest", figures, measured=measured, where=where, store="sqlite", records=args.records,
-         argv=argv, folder=args.results)
+    run = Run("ingest", args.results, argv)
+    run.save(ingest_figures(args.records, args.runs, args.pg), args.records)
     return 0

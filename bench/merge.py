@@ -12,17 +12,15 @@ ignores counterparty splits and ids, so it does less work), and its peak memory.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import statistics
 import time
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from bench.figures import RESULTS, Figure, Target, machine, now, print_figures, save
+from bench.figures import Figure, Run, Target, command
 from store.merging import columns
 from store.merging.merge import merge
 
@@ -178,14 +176,10 @@ def merge_figures(records: int, runs: int) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench merge", description=__doc__.splitlines()[0])
+    parser = command("merge", __doc__)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result file goes")
     args = parser.parse_args(argv)
-    measured, where = now(), machine()
-    figures = merge_figures(args.records, args.runs)
-    print_figures(figures)
-    save("merge", figures, measured=measured, where=where, store="memory", records=args.records,
-         argv=argv, folder=args.results)
+    run = Run("merge", args.results, argv)
+    run.save(merge_figures(args.records, args.runs), args.records, "memory")
     return 0

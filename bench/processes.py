@@ -88,9 +88,8 @@ def server_rss_mib(pid: int) -> float:
 
 
 class RssSampler:
-    """Samples a process's resident memory every `interval` seconds in a thread while
-    the block runs: `samples` as (seconds since the start, MiB), with `first` and
-    `peak`. `measure(pid)` gives the MiB (default: that process alone)."""
+    """A process's resident memory (`measure(pid)`, MiB) every `interval` s in a thread
+    while the block runs: `samples` as (seconds since the start, MiB), `first`, `peak`."""
 
     def __init__(self, pid: int, interval: float = 0.01, measure: Callable[[int], float] = rss_mib):
         self.pid, self.interval, self.measure = pid, interval, measure
@@ -210,11 +209,10 @@ def cpu_budget_available() -> bool:
 
 @contextlib.contextmanager
 def cpu_budget(pids: list[int], cores: float, name: str) -> Iterator[None]:
-    """Hold each process of `pids` (with all its threads) to `cores` of CPU while the
-    block runs (a cgroup each, the CFS quota `cores` × the period), then back to the root
-    group. For `bench/scaling.py --worker-cpus`: a fixed budget per server process leaves
-    PostgreSQL the rest of shared cores, as if it ran on cores of its own. Linux's v1 CPU
-    controller (`CPU_CGROUPS`), as root; RuntimeError where it is not there."""
+    """Hold each process of `pids` (all its threads) to `cores` of CPU while the block
+    runs (a cgroup each, the CFS quota `cores` × the period; `scaling --worker-cpus`),
+    then back to the root group. Linux's v1 CPU controller (`CPU_CGROUPS`) as root;
+    RuntimeError where it is not there."""
     if not cpu_budget_available():
         raise RuntimeError(f"no writable cgroup v1 CPU controller at {CPU_CGROUPS}: run as root on Linux")
     groups = []

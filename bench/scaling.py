@@ -3,23 +3,15 @@
 
     python -m bench scaling [--records 250000] [--queries 1500] [--rounds 2] [--own-pg] [--worker-cpus C]
 
-Builds the bench store with the mixed workload's buyers and views in a fresh schema
-(`--pg`, default the local `test` database; or `--own-pg`, a server of the run's own
-set up as docs/deploying.md recommends), runs `VACUUM ANALYZE` (what autovacuum would
-have done), then alternates a fresh `lineups serve --processes N` with rate limits in
-Redis, as production runs several processes: an uncounted warm-up pass with one
-process, then N = 1, 2, 1, 2 … Every pass asks its own slice of the questions (disjoint,
-so that no pass reads an answer another warmed) from 4 connections, each URL once.
-
-Each pass prints pages/s, p50/p99, errors, the load average, the share of the cores
-busy and where the CPU went (the server's processes and how the requests spread over
-its workers, PostgreSQL, wrk). The figure is the median rate of the two-process passes
-over that of the one-process passes.
-
-`--worker-cpus C` holds each server process to C of a core (a cgroup each, as root), so
-that PostgreSQL has the rest: on a 2-core machine PostgreSQL shares the cores with the
-server processes, which it does not in production (docs/architecture.md). The figure
-is then that of servers on slower cores beside a PostgreSQL with room.
+The bench store with the mixed workload's buyers and views in a fresh schema (`--pg`,
+or `--own-pg`: a server of the run's own set up as docs/deploying.md recommends), after
+`VACUUM ANALYZE`; then a fresh `lineups serve --processes N` with rate limits in Redis,
+an uncounted warm-up pass with one process, then N = 1, 2, 1, 2 …, each pass its own
+questions from 4 connections, each URL once. Each pass prints pages/s, p50/p99, errors,
+the load and where the CPU went (server workers, PostgreSQL, wrk). The figure: the
+median rate of two processes over that of one. `--worker-cpus C` holds each server
+process to C of a core (a cgroup each, as root), leaving PostgreSQL the rest, as it
+is in production (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -72,19 +64,11 @@ def cpu_s(pid: int) -> float:
     return times.user + times.system
 
 
-def postgres_pids() -> list[int]:
-    return [p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "postgres"]
-
-
-def machine_cpu() -> tuple[float, float]:
-    """(busy, total) CPU seconds of all CPUs since boot."""
-    times = psutil.cpu_times()
-    total = sum(times)
-    return total - times.idle - times.iowait, total
-
-
 @dataclasses.dataclass
 class Snapshot:
+    """CPU seconds so far: the machine's (busy, total), each server process's,
+    PostgreSQL's processes', and this process's waited-for children's (wrk)."""
+
     when: float
     machine: tuple[float, float]
     server: dict[int, float]
@@ -93,9 +77,10 @@ class Snapshot:
 
     @classmethod
     def take(cls, server_pids: list[int]) -> "Snapshot":
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return cls(time.monotonic(), machine_cpu(), {p: cpu_s(p) for p in server_pids},
-                   {p: cpu_s(p) for p in postgres_pids()}, usage.ru_utime + usage.ru_stime)
+        times, usage = psutil.cpu_times(), resource.getrusage(resource.RUSAGE_CHILDREN)
+        postgres = [p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "postgres"]
+        return cls(time.monotonic(), (sum(times) - times.idle - times.iowait, sum(times)),
+                   {p: cpu_s(p) for p in server_pids}, {p: cpu_s(p) for p in postgres}, usage.ru_utime + usage.ru_stime)
 
 
 def spent(before: Snapshot, after: Snapshot) -> dict:

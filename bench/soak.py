@@ -4,20 +4,15 @@
     python -m bench soak                          # the full run: 50 clients, 5 minutes
     python -m bench soak --seconds 40 --warmup 10
 
-The full run builds a demo store (`lineups demo`), starts `lineups serve --processes 2`
-(with a private `redis-server` when one is installed), and runs `clients` concurrent
-clients on 127.0.0.1 for `seconds` over a mix of requests: /v1/lineups with filters,
-limits and cursors, CSV pages, /v1/sources, /v1/schema/{id}, provenance, share links,
-unknown paths, bad parameters, bad keys, other methods. Each response's status *and*
-body are checked against the contract (`bench/soak_checks.py`). Rate limits stay at the
-contract's 100 a minute per key: the load spreads over many keys of the demo buyer,
-except the first `HOT_CLIENTS` clients, which share one key and so meet the limit (429
-with `Retry-After`). Then five share-link exports of the whole result stream over and
-over while GET /v1/sources is timed (`export_window`; target
-`EXPORT_PROBE_P99_TARGET_MS`). It prints one JSON report and writes a result file.
-
-tests/reliability import this module and run each check in a short mode against
-servers they start; they assert behaviour, the targets are judged here.
+On a demo store, `lineups serve --processes 2` (rate limits in a private `redis-server`
+when one is installed), `clients` concurrent clients for `seconds` over a mix of
+requests (`MIX`: filtered pages and cursors, CSV, sources, schemas, provenance, share
+links, unknown paths, bad parameters and keys, other methods), each response's status
+*and* body checked (`bench/soak_checks.py`), at the contract's 100 a minute per key:
+the first `HOT_CLIENTS` clients share one key and so meet the limit. Then five
+whole-result share-link exports stream while GET /v1/sources is timed
+(`export_window`). It prints a JSON report and writes a result file; tests/reliability
+run each check in a short mode and assert behaviour, the targets are judged here.
 """
 
 from __future__ import annotations
@@ -262,11 +257,9 @@ class LoadReport:
 async def run_load(base_url: str, plan: Plan, clients: int, seconds: float, seed: int = 1,
                    stop: threading.Event | None = None, timeout: float = 30.0,
                    started: float | None = None) -> LoadReport:
-    """`clients` concurrent clients on `base_url` (127.0.0.1 only) for `seconds` (or
-    until `stop` is set); every response checked with `check`. The outcomes' times
-    count from `started` (a `time.monotonic()`; default when the load begins), so that
-    a caller that acts during the load (kills a worker) can place its acts on the
-    outcomes' clock."""
+    """`clients` concurrent clients on `base_url` (127.0.0.1 only) for `seconds` (or until
+    `stop` is set), every response checked with `check`; the outcomes' times count from
+    `started` (`time.monotonic()`, default the load's start), a caller's acts on that clock."""
     if urlsplit(base_url).hostname != "127.0.0.1":
         raise ValueError("the load only ever targets 127.0.0.1")
     http = AsyncHTTPClient(force_instance=True, max_clients=clients)
@@ -317,14 +310,10 @@ def memory_growth(samples: list[tuple[float, float]], warmup: float) -> dict:
 
 def soak(base_url: str, server_pid: int, plan: Plan, clients: int, seconds: float, warmup: float,
          seed: int = 1, warmup_responses: int = 0) -> dict:
-    """The sustained-load check: the load, its summary after the warm-up, violations
-    (all of them, warm-up included) and the server's memory. The warm-up lasts
-    `warmup` seconds and, with `warmup_responses`, until that many answers came, but
-    never past half the run: what a server fills while it warms up (its pools,
-    statement caches, the allocator's arenas) fills by the requests it has answered,
-    not by the clock, and a slow machine answered a sixth as many in the same time
-    (a 20 s run of 50 clients: 456 answers, and its memory still growing 10% after a
-    warm-up of 6.7 s)."""
+    """The sustained-load check: the load's summary after the warm-up, its violations
+    (warm-up included) and the server's memory. The warm-up lasts `warmup` seconds and,
+    with `warmup_responses`, until that many answers came, at most half the run: a
+    server's pools, caches and arenas fill by the requests answered, not by the clock."""
     with RssSampler(server_pid, max(1.0, min(10.0, seconds / 30)), server_rss_mib) as memory:
         report = asyncio.run(run_load(base_url, plan, clients, seconds, seed))
     if warmup_responses:
@@ -365,14 +354,11 @@ EXPORT_PROBE_P99_TARGET_MS = 100
 
 def export_window(base_url: str, share_urls: list[str], seconds: float, probe_keys: list[str],
                   probe_interval: float = 0.05, idle_seconds: float = 3.0) -> dict:
-    """Stream each share link's CSV over and over for `seconds`, each by its own
-    `curl` process (so that reading 100,000-row bodies does not compete with the
-    probe for this interpreter); meanwhile time GET /v1/sources every
-    `probe_interval` s on a fresh connection, rotating over `probe_keys` so that the
-    rate limit does not answer instead of the endpoint. Returns the exports' rows
-    and times and the probe's latency percentiles, counting only the probes sent
-    while every export was in flight, and those of `idle_seconds` of the probe alone
-    before the exports start."""
+    """Stream each share link's CSV over and over for `seconds`, each by a `curl` of its
+    own (not competing with the probe for this interpreter), while GET /v1/sources is
+    timed every `probe_interval` s on a fresh connection over `probe_keys` (within the
+    rate limit). Returns the exports' sizes and times, the probe's percentiles while
+    every export was in flight, and those of `idle_seconds` of the probe alone before."""
     stop = threading.Event()
     in_flight = [0]
     lock = threading.Lock()
@@ -468,7 +454,7 @@ def start(folder: Path, name: str, env: dict[str, str], processes: int, redis_ur
 
 def soak_run(args, folder: Path, redis_url: str | None) -> dict:
     (folder / "soak").mkdir(exist_ok=True)
-    env = build_demo(folder / "soak", args.records)
+    env, _ = build_demo(folder / "soak", args.records)
     engine = make_engine(env["LINEUPS_DB"])
     plan = prepare(make_sessionmaker(engine), (env["LINEUPS_SECRET"],), keys=keys_for(args.clients))
     engine.dispose()
@@ -483,7 +469,7 @@ def export_run(args, folder: Path) -> dict:
     """A demo store of `args.export_records`, `lineups serve`, five links' exports
     streaming for `args.export_seconds` while /v1/sources is timed."""
     (folder / "exports").mkdir(exist_ok=True)
-    env = build_demo(folder / "exports", args.export_records)
+    env, _ = build_demo(folder / "exports", args.export_records)
     engine = make_engine(env["LINEUPS_DB"])
     with start(folder, "exports", env, args.processes, None) as server:
         urls, keys = export_links(make_sessionmaker(engine), (env["LINEUPS_SECRET"],), server.base_url, 5)

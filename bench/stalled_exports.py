@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     run = Run("stalled-exports", args.results, argv)
     with tempfile.TemporaryDirectory(prefix="lineups-stalled-") as tmp:
-        env = build_demo(Path(tmp), args.records)
+        env, _ = build_demo(Path(tmp), args.records)
         with serve(Path(tmp), "serve", env) as server:
             engine = make_engine(env["LINEUPS_DB"])
             urls, _ = export_links(make_sessionmaker(engine), (env["LINEUPS_SECRET"],), server.base_url, args.links, keys=1)

@@ -1,14 +1,12 @@
 """The stores the benchmarks run against, their buyers and their questions.
 
-`build_store` writes a store of `records` records in 20 feeds over the demo's real
-ports, shaped as issue 3 sizes the merge (each vessel call reported by about 5 feeds,
-so 1,000,000 records make about 200,000 calls), with the demo's ETA jitter, spelling
-variants, blanks and counterparty disagreements (`store.intake.demo`), all visible to
-one buyer, written through the same validation and upsert as a feed file: a SQLite
-file, or a PostgreSQL schema (`fresh_schema`; `own_server` starts a PostgreSQL set up
-as docs/deploying.md recommends). `add_buyers` adds buyers on different subsets of the
-feeds and builds their views; `questions` draws their distinct filtered first pages;
-`changes` makes a daily feed file's batch; `build_demo` a store with `lineups demo`.
+`build_store` writes `records` records in 20 feeds over the demo's real ports, each
+vessel call reported by about 5 feeds (issue 3: 1,000,000 records, ~200,000 calls),
+with the demo's jitter, spelling variants, blanks and disagreements, through the same
+validation and upsert as a feed file, into SQLite or a PostgreSQL schema
+(`fresh_schema`, on `own_server` if wanted). `add_buyers` adds buyers on subsets of the
+feeds with their views, `questions` draws their distinct first pages, `changes` makes a
+daily update's batch, `build_demo` a store of `lineups demo`.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import json
 import os
 import random
 import shutil
@@ -126,9 +125,8 @@ def build_store(folder: Path, records: int, seed: int = SEED, db_url: str | None
 
 
 def changes(session: Session, feed_id: str, count: int, round_: int) -> pd.DataFrame:
-    """`count` records of the feed, validated as a feed file's: half revisions of
-    stored records (ETA a few hours later, a new quantity), half new calls of the same
-    vessels. `round_` makes each batch different."""
+    """`count` records of the feed, validated as a feed file's: half revisions of stored
+    records (a later ETA, a new quantity), half new calls; each `round_` a new batch."""
     rng = np.random.default_rng(1000 + round_)
     stored = pd.DataFrame(
         session.execute(
@@ -167,8 +165,7 @@ class Buyers:
 def add_buyers(dataset: Dataset, count: int = BUYERS, seed: int = BUYERS_SEED) -> tuple[Buyers, float, dict]:
     """`count` buyers on different subsets of the feeds (the dataset's buyer sees all),
     their views built as a subscription change builds them; returns them, the seconds
-    the views took, and what the views hold (rows; bytes of the database file, or on
-    PostgreSQL of the schema's tables with their indexes)."""
+    the views took, and what the views hold (views, rows, bytes: `store_bytes`)."""
     rng = random.Random(seed)
     engine = dataset.engine()
     sessions = make_sessionmaker(engine)
@@ -272,12 +269,12 @@ def start_server(dataset: Dataset, folder: Path, *options: str, name: str = "ser
                  explorers=explorers)
 
 
-def build_demo(folder: Path, records: int) -> dict[str, str]:
+def build_demo(folder: Path, records: int) -> tuple[dict[str, str], dict]:
     """The environment (`LINEUPS_DB`, `LINEUPS_SECRET`) of a new SQLite store in `folder`
-    with the demo data set (`lineups demo`)."""
-    env = {"LINEUPS_DB": f"sqlite:///{folder / 'soak.db'}", "LINEUPS_SECRET": uuid.uuid4().hex + uuid.uuid4().hex}
-    lineups("demo", "--records", str(records), "--json", env=env)
-    return env
+    with the demo data set and its buyer's views (`lineups demo`), and what the command
+    printed (the buyer's id and API key, …)."""
+    env = {"LINEUPS_DB": f"sqlite:///{folder / 'demo.db'}", "LINEUPS_SECRET": uuid.uuid4().hex + uuid.uuid4().hex}
+    return env, json.loads(lineups("demo", "--records", str(records), "--json", env=env))
 
 
 # ---------------------------------------------------------------- a PostgreSQL of the run's own

@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     run = Run("write-lock", args.results, argv)
     with tempfile.TemporaryDirectory(prefix="lineups-write-lock-") as tmp:
-        env = build_demo(Path(tmp), args.records)
+        env, _ = build_demo(Path(tmp), args.records)
         engine = make_engine(env["LINEUPS_DB"])
         sessions = make_sessionmaker(engine)
         with serve(Path(tmp), "serve", env) as server:
