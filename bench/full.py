@@ -59,15 +59,15 @@ def render_reference(dataset: Dataset, runs: int) -> tuple[int, float]:
 def share_query(dataset: Dataset, target_rows: int) -> tuple[LineupQuery, int]:
     """The first days of the lineup (`from`/`to`) whose result has at most `target_rows` rows."""
     sessions = dataset.sessions()
-    lineups = Lineups(sessions)
-    rows = lineups.frame(dataset.buyer_id, LineupQuery())
+    view = Lineups(sessions)
+    rows = view.frame(dataset.buyer_id, LineupQuery())
     days = pd.to_datetime(rows["combined_date"].dropna()).dt.date.unique()
     best = (LineupQuery(date_from=days[0], date_to=days[0]), 0)
     low, high = 0, len(days) - 1
     while low <= high:
         middle = (low + high) // 2
         query = LineupQuery(date_from=days[0], date_to=days[middle])
-        count = lineups.count(dataset.buyer_id, query)
+        count = view.count(dataset.buyer_id, query)
         if count <= target_rows:
             best, low = (query, count), middle + 1
         else:

@@ -16,7 +16,6 @@ import dataclasses
 import json
 import shutil
 import signal
-import statistics
 import subprocess
 import tempfile
 import threading
@@ -71,11 +70,6 @@ class LoadResult:
     @property
     def rate(self) -> float:
         return self.requests / self.seconds if self.seconds else 0.0
-
-
-def p99(ordered: list[float]) -> float:
-    """The 99th percentile of sorted, non-empty `ordered`."""
-    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
 
 
 def percentiles(ms: list[float]) -> dict:
@@ -193,10 +187,10 @@ class Probe:
         """The median, p99 and how many answers took longer than `limit_s`."""
         if not self.times:
             return "no pages asked"
-        times = sorted(self.times)
-        over = sum(t > limit_s for t in times)
-        return (f"{len(times)} pages asked: median {statistics.median(times) * 1000:.0f} ms, "
-                f"p99 {p99(times) * 1000:.0f} ms, {over} over {limit_s * 1000:.0f} ms")
+        ms = percentiles(sorted(t * 1000 for t in self.times))
+        over = sum(t > limit_s for t in self.times)
+        return (f"{len(self.times)} pages asked: median {ms['p50']:.0f} ms, p99 {ms['p99']:.0f} ms, "
+                f"{over} over {limit_s * 1000:.0f} ms")
 
     def delays(self, limit_s: float = 0.2) -> str:
         over = sum(delay > limit_s for delay in self._delays())
