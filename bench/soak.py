@@ -89,12 +89,12 @@ class Plan:
     revoked_share_path: str
 
 
-def prepare(sessions, secrets: tuple[str, ...], keys: int, buyer_name: str = "Demo Buyer") -> Plan:
+def prepare(sessions, secrets: tuple[str, ...], keys: int) -> Plan:
     """Make `keys` API keys of the demo buyer, five narrow share links and a revoked
     one, and read the buyer's feed ids and some row ids, straight through the store
     (the same functions as `lineups key create` and `lineups link create`)."""
     with transaction(sessions) as session:
-        buyer = accounts.find_buyer(session, buyer_name)
+        buyer = accounts.find_buyer(session, "Demo Buyer")
         made = [accounts.create_key(session, buyer)[0] for _ in range(keys)]
         entitled = sorted(e.feed.id for e in accounts.entitlements(session, buyer.id))
         cancelled = session.scalars(select(Subscription.feed_id).where(
@@ -254,12 +254,11 @@ class LoadReport:
         }
 
 
-async def run_load(base_url: str, plan: Plan, clients: int, seconds: float, seed: int = 1,
-                   stop: threading.Event | None = None, timeout: float = 30.0,
+async def run_load(base_url: str, plan: Plan, clients: int, seconds: float, seed: int = 1, timeout: float = 30.0,
                    started: float | None = None) -> LoadReport:
-    """`clients` concurrent clients on `base_url` (127.0.0.1 only) for `seconds` (or until
-    `stop` is set), every response checked with `check`; the outcomes' times count from
-    `started` (`time.monotonic()`, default the load's start), a caller's acts on that clock."""
+    """`clients` concurrent clients on `base_url` (127.0.0.1 only) for `seconds`, every
+    response checked with `check`; the outcomes' times count from `started`
+    (`time.monotonic()`, default the load's start), a caller's acts on that clock."""
     if urlsplit(base_url).hostname != "127.0.0.1":
         raise ValueError("the load only ever targets 127.0.0.1")
     http = AsyncHTTPClient(force_instance=True, max_clients=clients)
@@ -268,7 +267,7 @@ async def run_load(base_url: str, plan: Plan, clients: int, seconds: float, seed
     deadline = started + seconds
 
     async def one(client: Client) -> None:
-        while time.monotonic() < deadline and not (stop and stop.is_set()):
+        while time.monotonic() < deadline:
             request = client.next_request()
             headers = {"X-API-Key": request.key} if request.key else {}
             began = time.monotonic()
