@@ -26,6 +26,7 @@ from store.merging.duplicates import CAUSES, counts
 from store.merging.records import load_records
 from store.merging.resolve import Resolution
 
+
 def _as_before(records: pd.DataFrame, identities=None) -> Resolution:
     """C2 before issue 19: nothing resolved."""
     none = pd.Series(None, index=records.index, dtype=object)

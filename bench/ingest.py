@@ -12,7 +12,6 @@ reference in the same run is the floor of the work: the same rows written with a
 
 from __future__ import annotations
 
-import datetime as dt
 import sqlite3
 import statistics
 import tempfile
@@ -23,11 +22,9 @@ from pathlib import Path
 import pandas as pd
 
 from bench.figures import Figure, Run, Target, command, missing
-from bench.stores import fresh_schema
+from bench.stores import ANCHOR, fresh_schema
 from store.database.db import create_schema, make_engine, make_sessionmaker, transaction
 from store.intake import demo, feeds, ingest
-
-ANCHOR = dt.date(2026, 11, 23)
 
 
 def write_feed_file(path: Path, records: int, seed: int = 11) -> int:
