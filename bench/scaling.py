@@ -128,8 +128,8 @@ def settle(pids: list[int], quiet: float = 0.05, longest: float = 60.0) -> float
 def one_pass(dataset, buyers, processes: int, asks: list, folder: Path, name: str, redis_url: str,
              worker_cpus: float | None = None) -> dict:
     with contextlib.ExitStack() as stack:
-        server = stack.enter_context(start_server(dataset, folder, "--processes", str(processes), "--redis", redis_url,
-                                                  name=name))
+        server = stack.enter_context(start_server(dataset, folder, name, "--processes", str(processes), "--redis",
+                                                  redis_url))
         workers = server_pids(server.pid)[1:] if processes > 1 else []
         pids = [server.pid, *workers]
         if worker_cpus:  # each process its budget; PostgreSQL, wrk and the rest the remainder

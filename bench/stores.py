@@ -261,10 +261,10 @@ def store_env(dataset: Dataset) -> dict[str, str]:
             "LINEUPS_SECRET": f"bench-mixed-{dataset.db_schema}-{dataset.buyer_id}"}
 
 
-def start_server(dataset: Dataset, folder: Path, *options: str, name: str = "serve", explorers: int = 0,
+def start_server(dataset: Dataset, folder: Path, name: str = "serve", *options: str, explorers: int = 0,
                  **env: str) -> Process:
-    """A fresh `lineups serve` of the store (`processes.serve`: `options`, e.g.
-    "--processes", "2"; `env` added), with a rate limit no load meets."""
+    """A fresh `lineups serve` of the store (`processes.serve`: its log NAME.log,
+    `options` such as "--processes", "2", `env` added), with a rate limit no load meets."""
     return serve(folder, name, {"LINEUPS_RATE_LIMIT": str(RATE_LIMIT), **store_env(dataset), **env}, *options,
                  explorers=explorers)
 
