@@ -13,6 +13,7 @@ alone for a few seconds while its reads go to the primary.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from contextlib import AbstractContextManager, contextmanager
@@ -466,19 +467,28 @@ LOCK_NOT_AVAILABLE = "55P03"
 @contextmanager
 def _sqlite_setting(session: Session, pragma: str, value: int) -> Iterator[None]:
     """On SQLite, the connection's `pragma` at `value` for the block, and back to what
-    it was after; nothing elsewhere."""
-    if session.connection().dialect.name != "sqlite":
+    it was after; nothing elsewhere.
+
+    Set back on the DBAPI connection itself, which SQLite allows whatever state its
+    transaction is in: through the session, a block that failed (a build that found
+    the store locked) could not set it back, and the pooled connection kept `value`
+    for every later user (issue 49 item 3: a busy timeout of 0, so every write of the
+    process on it failed at once while another process wrote)."""
+    connection = session.connection()
+    if connection.dialect.name != "sqlite":
         yield
         return
-    before = int(session.execute(text(f"PRAGMA {pragma}")).scalar_one())
-    session.execute(text(f"PRAGMA {pragma} = {value}"))
+    raw = connection.connection.driver_connection
+    before = int(raw.execute(f"PRAGMA {pragma}").fetchone()[0])
+    raw.execute(f"PRAGMA {pragma} = {value}")
     try:
         yield
     finally:
         try:
-            session.execute(text(f"PRAGMA {pragma} = {before}"))
-        except sa_exc.SQLAlchemyError:  # the transaction failed: its own error is the one raised
-            log.debug("%s not restored after a failed transaction", pragma, exc_info=True)
+            raw.execute(f"PRAGMA {pragma} = {before}")
+        except sqlite3.Error:  # the connection itself failed: not one to hand to anyone else
+            log.warning("%s not restored: the connection is discarded", pragma, exc_info=True)
+            connection.invalidate()
 
 
 @contextmanager

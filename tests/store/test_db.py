@@ -3,7 +3,8 @@ dropped while it sat idle in the pool is replaced before use; one in steady use 
 not checked, and the error of its first use makes the pool start afresh. Reads
 (`store.database.db.Reads`) on the primary hold no transaction between their
 statements; on a replica they are one snapshot. SQLite stores are made with 8 KiB
-pages, and one made before with 4 KiB pages is served as it is."""
+pages, and one made before with 4 KiB pages is served as it is; a pooled SQLite
+connection keeps its busy timeout after a build that found the store locked."""
 
 from __future__ import annotations
 
@@ -21,9 +22,11 @@ from store.intake.demo import load_demo
 from store.merging import merge
 from store.merging.records import load_records
 from store.reference.taxonomy import default_taxonomy
+from store.views import builds, upkeep
 from store.views.lineups import Lineups
 from store.views.query import parse_query
 from tests.conftest import TEST_PG, need_service
+from tests.paused_build import paused_build
 
 
 @pytest.fixture
@@ -133,3 +136,32 @@ def test_a_new_sqlite_store_has_8_kib_pages_and_an_older_store_with_4_kib_pages_
     assert expected and list(Lineups(sessions).frame(demo["buyer_id"], query)["id"]) == expected
     assert db.sqlite_page_bytes(engine) == 4096
     engine.dispose()
+
+
+def pooled_busy_timeouts(engine) -> list[int]:
+    """SQLite's busy timeout (ms) of every connection idle in the engine's pool."""
+    connections = [engine.connect() for _ in range(engine.pool.checkedin())]
+    try:
+        return [int(c.exec_driver_sql("PRAGMA busy_timeout").scalar_one()) for c in connections]
+    finally:
+        for connection in connections:
+            connection.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_refused_build_leaves_the_pooled_connections_waiting_for_writers(engine, sessions, store_settings):
+    """Issue 49 item 3: a view build that found the store locked (a reader that may
+    not wait, `wait=0`) set its connection's busy timeout to 0 for the build and,
+    its transaction failed, could not set it back: from then on every write of the
+    process on that pooled connection (a logout, a share link, a build) failed at once
+    whenever another process wrote. The setting is restored on the raw connection."""
+    with db.transaction(sessions) as session:
+        payload = load_demo(session, 300, 7, dt.date(2024, 3, 1))
+        feed_ids = sorted(f.id for f in accounts.entitled_feeds(session, payload["buyer_id"]))
+    held, other = upkeep.ViewKey.of("all", feed_ids), upkeep.ViewKey.of("all", feed_ids[:1])
+    assert set(pooled_busy_timeouts(engine)) == {int(db.SQLITE_BUSY_S * 1000)}
+    with paused_build(store_settings, held):
+        for key in (held, other):  # refused: held by the build; its row not addable under the lock
+            with pytest.raises(builds.ViewBusy):
+                builds.ensure(sessions, key, wait=0)
+    assert set(pooled_busy_timeouts(engine)) == {int(db.SQLITE_BUSY_S * 1000)}
