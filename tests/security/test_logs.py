@@ -269,3 +269,62 @@ def test_every_log_line_and_traceback_goes_through_the_redaction():
     RedactingFilter().filter(failed)
     formatted = logging.Formatter().format(failed)
     assert "ValueError: bad <token>" in formatted and token not in formatted
+
+
+def websocket_handshake(base_url: str, headers: dict[str, bytes]) -> bytes:
+    """A raw websocket handshake to the explorer with `headers` as given (bytes)."""
+    host = base_url.removeprefix("http://").encode()
+    lines = [b"GET /explorer/ws HTTP/1.1", b"Host: " + host, b"Upgrade: websocket", b"Connection: Upgrade",
+             b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", b"Sec-WebSocket-Version: 13", b"Origin: " + b"http://" + host]
+    lines += [name.encode() + b": " + value for name, value in headers.items()]
+    return raw_request(base_url, b"\r\n".join(lines) + b"\r\n\r\n")
+
+
+def issue_49_attacks(base_url: str, key: str, cookie: str, bokeh_token: str) -> None:
+    """Each way issue 49 found a key, cookie or session token logged whole: a control
+    character before or after a header's value (a key, a prefix-less key, the
+    explorer's cookie), and the websocket's subprotocol token, well-formed or not."""
+    host = base_url.removeprefix("http://").encode()
+
+    def get(path: bytes, header: bytes) -> None:
+        raw_request(base_url, b"GET " + path + b" HTTP/1.1\r\nHost: " + host + b"\r\n" + header + b"\r\n\r\n")
+
+    for value in (b"\x1b" + key.encode(), key[3:].encode() + b"\x00", key.encode() + b"\x1b", key[3:].encode() + b"\x01"):
+        get(b"/v1/sources", b"X-API-Key: " + value)
+    for tail in (b"\x01", b"\x00", b"\x7f"):
+        get(b"/explorer/", b"Cookie: lineups_explorer=" + cookie.encode() + tail)
+    get(b"/explorer/", b"X-Bokeh-Token: \x1b" + bokeh_token.encode())
+    session = f"lineups_explorer={cookie}".encode()
+    for protocol in (bokeh_token, bokeh_token + "x", bokeh_token.replace(".", ""), "x" + bokeh_token, bokeh_token[:40]):
+        websocket_handshake(base_url, {"Cookie": session, "Sec-WebSocket-Protocol": f"bokeh, {protocol}".encode()})
+        websocket_handshake(base_url, {"Sec-WebSocket-Protocol": f"bokeh, {protocol}".encode()})
+    websocket_handshake(base_url, {"Cookie": session, "Sec-WebSocket-Protocol": b"bokeh, " + bokeh_token.encode() + b"\x01"})
+
+
+def test_lineups_serve_logs_header_names_never_their_values(serve_process, cli_env):
+    """Issue 49 item 4: malformed headers are logged by name, never by value (a key
+    after a control character, a key without `lk_`, the explorer cookie and the
+    websocket's session token were logged whole)."""
+    base_url, process, output = serve_process
+    engine = engine_for(cli_env)
+    try:
+        with transaction(make_sessionmaker(engine)) as session:
+            key, _ = accounts.create_key(session, accounts.find_buyer(session, "Demo Buyer"))
+    finally:
+        engine.dispose()
+    http = requests.Session()
+    form = http.get(f"{base_url}/explorer/login", timeout=30)
+    xsrf = re.search(r'name="_xsrf" value="([^"]+)"', form.text).group(1)
+    http.post(f"{base_url}/explorer/login", data={"_xsrf": xsrf, "api_key": key}, timeout=30)
+    cookie = http.cookies["lineups_explorer"]
+    bokeh_token = re.search(r'"token":\s*"([^"]+)"', http.get(f"{base_url}/explorer/", timeout=60).text).group(1)
+    issue_49_attacks(base_url, key, cookie, bokeh_token)
+    process.send_signal(signal.SIGTERM)
+    process.wait(15)
+
+    text = output.read_text(errors="replace")
+    assert "Malformed HTTP message" in text  # the attacks were logged
+    leaked = secrets_in(text, [key, key[3:], cookie, bokeh_token])
+    assert leaked == [], [line[:300] for line in text.splitlines() if any(piece in line for piece in leaked)][:8]
+    for name in ("X-Api-Key", "Cookie", "Sec-Websocket-Protocol"):  # by the header's name
+        assert f"Malformed HTTP message from 127.0.0.1: Invalid header value ({name})" in text, name
