@@ -8,6 +8,10 @@ Secrets (contract C8, issue "secrets and settings"):
 - With the embedded SQLite default and no `LINEUPS_SECRET`, a secret is generated on
   first use and kept beside the store file (`<db file>.secret`, mode 0600).
 - With any other database a missing `LINEUPS_SECRET` is a start-up error.
+- A secret shorter than `MIN_SECRET_CHARS` is refused, from the environment or the
+  file (issue 49 item 8: an empty file, what a crash between creating and writing it
+  left, signed cookies with ''). The file is written whole or not at all: to a
+  temporary file beside it, then renamed into place.
 
 Read replicas (`LINEUPS_DB_REPLICAS`, comma-separated PostgreSQL URLs) take the API's
 pure reads; everything that writes or must be fresh stays on `LINEUPS_DB` (see
@@ -22,6 +26,8 @@ import secrets
 from pathlib import Path
 
 DEFAULT_DB = "sqlite:///lineups.db"
+#: The shortest signing secret accepted (a generated one has 64 characters).
+MIN_SECRET_CHARS = 32
 
 
 class SettingsError(Exception):
@@ -86,6 +92,10 @@ class Settings:
         """The secrets, newest first. Generates and keeps one beside an embedded SQLite
         store when none is configured. Raises SettingsError for other databases."""
         if self.secrets:
+            if any(len(secret) < MIN_SECRET_CHARS for secret in self.secrets):
+                raise SettingsError(
+                    f"A signing secret in LINEUPS_SECRET is shorter than {MIN_SECRET_CHARS} characters. {_HOW_TO_MAKE}"
+                )
             return self.secrets
         path = sqlite_path(self.db_url)
         if path is None:
@@ -93,8 +103,7 @@ class Settings:
                 return (_process_secret(),)
             raise SettingsError(
                 "LINEUPS_SECRET is not set. With a database other than the embedded SQLite "
-                "file, set LINEUPS_SECRET to a long random string (for example the output of "
-                "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`)."
+                f"file, set LINEUPS_SECRET to a long random string. {_HOW_TO_MAKE}"
             )
         return (_secret_beside(path),)
 
@@ -115,16 +124,46 @@ def sqlite_path(db_url: str) -> Path | None:
     return Path(name)
 
 
+_HOW_TO_MAKE = (
+    f"Use at least {MIN_SECRET_CHARS} random characters, for example the output of "
+    "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`."
+)
+
+
 def _secret_beside(db_path: Path) -> str:
+    """The secret kept in `<db file>.secret`, made on first use. Raises SettingsError
+    when the file holds less than a secret (never signs with it)."""
     secret_file = db_path.with_name(db_path.name + ".secret")
-    if secret_file.exists():
-        return secret_file.read_text().strip()
-    secret_file.parent.mkdir(parents=True, exist_ok=True)
-    value = secrets.token_urlsafe(48)
-    fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(value + "\n")
+    if not secret_file.exists():
+        _write_secret(secret_file, secrets.token_urlsafe(48))
+    value = secret_file.read_text().strip()
+    if len(value) < MIN_SECRET_CHARS:
+        raise SettingsError(
+            f"The signing secret in {secret_file} is shorter than {MIN_SECRET_CHARS} characters "
+            f"({len(value)}). Delete the file to have a new one made (signed-in explorer sessions, "
+            f"cursors and share links signed with the old one stop working), or set LINEUPS_SECRET. {_HOW_TO_MAKE}"
+        )
     return value
+
+
+def _write_secret(secret_file: Path, value: str) -> None:
+    """Write `value` to `secret_file` (mode 0600) whole or not at all: a temporary
+    file beside it, flushed to disk, then linked into place; when another process
+    made the file first, its secret stands."""
+    secret_file.parent.mkdir(parents=True, exist_ok=True)
+    partial = secret_file.with_name(f"{secret_file.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(value + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(partial, secret_file)  # fails if it exists: never replaces another process's secret
+        except FileExistsError:
+            pass
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 _PROCESS_SECRET: list[str] = []

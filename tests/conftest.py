@@ -73,7 +73,7 @@ def fresh_store_settings(backend: str, folder: Path, pg_url: str = TEST_PG) -> I
     from store.settings import Settings
 
     if backend == "sqlite":
-        yield Settings(db_url=f"sqlite:///{folder / 'lineups.db'}", secrets=("test-secret",))
+        yield Settings(db_url=f"sqlite:///{folder / 'lineups.db'}", secrets=("test-secret-with-at-least-32-characters",))
         return
     from store.database.db import make_engine
 
@@ -86,7 +86,7 @@ def fresh_store_settings(backend: str, folder: Path, pg_url: str = TEST_PG) -> I
         admin.dispose()
         need_service("PostgreSQL", exc)
     try:
-        yield Settings(db_url=pg_url, db_schema=schema, secrets=("test-secret",))
+        yield Settings(db_url=pg_url, db_schema=schema, secrets=("test-secret-with-at-least-32-characters",))
     finally:
         with admin.begin() as connection:
             connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
@@ -130,7 +130,7 @@ def session(sessions):
 def cli_env(store_settings, monkeypatch):
     """Environment under which the `lineups` command line uses the fresh store."""
     monkeypatch.setenv("LINEUPS_DB", store_settings.db_url)
-    monkeypatch.setenv("LINEUPS_SECRET", "test-secret")
+    monkeypatch.setenv("LINEUPS_SECRET", "test-secret-with-at-least-32-characters")
     if store_settings.db_schema:
         monkeypatch.setenv("LINEUPS_DB_SCHEMA", store_settings.db_schema)
     else:

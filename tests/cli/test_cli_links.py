@@ -68,7 +68,7 @@ def test_db_status_tells_of_a_sqlite_store_with_4_kib_pages_and_how_to_convert_i
     made.execute("CREATE TABLE made_before (x)")  # the page size is fixed by the first write
     made.close()
     monkeypatch.setenv("LINEUPS_DB", f"sqlite:///{path}")
-    monkeypatch.setenv("LINEUPS_SECRET", "test-secret")
+    monkeypatch.setenv("LINEUPS_SECRET", "test-secret-with-at-least-32-characters")
     run_json("db", "upgrade")
     assert run_json("db", "status")["sqlite_page_bytes"] == 4096
     said = invoke("db", "status").stdout

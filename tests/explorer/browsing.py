@@ -36,7 +36,7 @@ DEMO_RECORDS = 5000  # what `lineups serve --demo` loads
 #: The demo's calls are placed around today, as `lineups serve --demo` places them: the
 #: explorer opens on calls from today on, so a fixed day would empty it as time passes.
 ANCHOR = dt.datetime.now(dt.timezone.utc).date()
-SECRET = "browser-test-secret"
+SECRET = "browser-test-secret-of-at-least-32-characters"
 VIEWPORT = {"width": 1400, "height": 900}
 NARROW = {"width": 800, "height": 900}
 

@@ -54,7 +54,7 @@ def demo_template(tmp_path_factory) -> tuple[Path, dict[str, Any]]:
     from store.settings import Settings
 
     folder = tmp_path_factory.mktemp("explorer-demo")
-    engine = engine_for(Settings(db_url=f"sqlite:///{folder / 'lineups.db'}", secrets=("test-secret",)))
+    engine = engine_for(Settings(db_url=f"sqlite:///{folder / 'lineups.db'}", secrets=("test-secret-with-at-least-32-characters",)))
     try:
         create_schema(engine)
         with transaction(make_sessionmaker(engine)) as session:
@@ -86,7 +86,7 @@ def context(sessions, demo):
     from explorer.session import ExplorerContext
     from store.views.lineups import Lineups
 
-    return ExplorerContext(sessions, Lineups(sessions), ("test-secret",), BASE_URL)
+    return ExplorerContext(sessions, Lineups(sessions), ("test-secret-with-at-least-32-characters",), BASE_URL)
 
 
 @pytest.fixture

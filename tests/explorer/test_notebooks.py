@@ -65,7 +65,7 @@ def wait_for(url: str, process: subprocess.Popen, log: Path, seconds: float = 90
 @pytest.fixture
 def demo_env(store_settings, demo) -> dict[str, str]:
     """The environment under which the notebooks reach the demo store."""
-    return {"LINEUPS_DB": store_settings.db_url, "LINEUPS_API_KEY": demo["api_key"], "LINEUPS_SECRET": "test-secret"}
+    return {"LINEUPS_DB": store_settings.db_url, "LINEUPS_API_KEY": demo["api_key"], "LINEUPS_SECRET": "test-secret-with-at-least-32-characters"}
 
 
 def test_the_explorer_notebook_builds_the_explorer(demo_env, monkeypatch):
@@ -102,7 +102,7 @@ def test_panel_serves_the_explorer_notebook(demo_env, tmp_path):
 def test_the_api_quickstart_pages_through_lineups(tmp_path, monkeypatch):
     port = free_port()
     log = tmp_path / "serve.log"
-    env = {**os.environ, "LINEUPS_SECRET": "test-secret"}
+    env = {**os.environ, "LINEUPS_SECRET": "test-secret-with-at-least-32-characters"}
     env.pop("LINEUPS_DB", None)
     with open(log, "w") as sink:
         server = subprocess.Popen(

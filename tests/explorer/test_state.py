@@ -347,7 +347,7 @@ def test_another_buyers_link_cannot_be_revoked(account, sessions):
     shares = SharesModel(account, LineupsModel(account).filters)
     with transaction(sessions) as session:
         other = accounts.add_buyer(session, "Other Buyer")
-        link, _ = links.create_link(session, other, {}, ("test-secret",))
+        link, _ = links.create_link(session, other, {}, ("test-secret-with-at-least-32-characters",))
     shares.request_revoke(link.id)
     assert shares.pending_revoke == ""
 

@@ -44,7 +44,7 @@ def free_port() -> int:
 def store_env(db_url: str, schema: str | None = None, **extra: str) -> dict[str, str]:
     """The environment under which `lineups` uses the store at `db_url` (and `schema`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LINEUPS_")}
-    env.update(LINEUPS_DB=db_url, LINEUPS_SECRET="test-secret", LINEUPS_RATE_LIMIT=str(TEST_RATE_LIMIT))
+    env.update(LINEUPS_DB=db_url, LINEUPS_SECRET="test-secret-with-at-least-32-characters", LINEUPS_RATE_LIMIT=str(TEST_RATE_LIMIT))
     if schema:
         env["LINEUPS_DB_SCHEMA"] = schema
     env.update(extra)

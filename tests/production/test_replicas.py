@@ -104,7 +104,7 @@ def test_answers_through_the_replica_are_the_primarys_and_nothing_is_written_the
     tiny = replicated.tiny
     with transaction(replicated.sessions) as session:
         link, token = links.create_link(
-            session, accounts.find_buyer(session, tiny["buyer_id"]), {"port": ["BRSSZ"]}, ("test-secret",)
+            session, accounts.find_buyer(session, tiny["buyer_id"]), {"port": ["BRSSZ"]}, ("test-secret-with-at-least-32-characters",)
         )
     primary_only = servers(tiny["key"])
     row_id = primary_only.lineups()["data"][0]["id"]

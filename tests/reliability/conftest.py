@@ -26,7 +26,7 @@ ANCHOR = dt.datetime.now(dt.timezone.utc).date()
 #: Requests a minute per key of the servers `demo_store` prepares (the contract's).
 RATE_LIMIT = 100
 #: The secret `store_env` gives the servers (the links must be signed with it).
-SECRET = "test-secret"
+SECRET = "test-secret-with-at-least-32-characters"
 
 
 def seconds_setting(name: str, default: float) -> float:

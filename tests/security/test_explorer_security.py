@@ -110,9 +110,9 @@ def test_the_session_cookie_is_signed_http_only_lax_and_secure_behind_https(expl
         "a flipped character": cookie[:-1] + ("0" if cookie[-1] != "0" else "1"),
         "signed with another secret": create_signed_value("another-secret", COOKIE, "x").decode(),
         "the ids, unsigned": _identity(cookie),
-        "another cookie's signature": create_signed_value("test-secret", "other_cookie", "x").decode(),
+        "another cookie's signature": create_signed_value("test-secret-with-at-least-32-characters", "other_cookie", "x").decode(),
         "expired (8 days old)": create_signed_value(
-            "test-secret", COOKIE, _identity(cookie), clock=lambda: time.time() - 8 * 86400).decode(),
+            "test-secret-with-at-least-32-characters", COOKIE, _identity(cookie), clock=lambda: time.time() - 8 * 86400).decode(),
         "empty": "",
     }
     for what, value in forged.items():
@@ -121,14 +121,14 @@ def test_the_session_cookie_is_signed_http_only_lax_and_secure_behind_https(expl
         assert not connects(server.port, value, token, PUBLIC), what
     # The real cookie, re-signed now with the server's secret, is accepted (the
     # forgeries above differ from it only in what the test changed).
-    assert page(server.base_url, create_signed_value("test-secret", COOKIE, _identity(cookie)).decode()).status_code == 200
+    assert page(server.base_url, create_signed_value("test-secret-with-at-least-32-characters", COOKIE, _identity(cookie)).decode()).status_code == 200
 
 
 def _identity(cookie: str) -> str:
     """The value a signed cookie carries (`buyer_id key_id`)."""
     from tornado.web import decode_signed_value
 
-    return decode_signed_value("test-secret", COOKIE, cookie.strip('"')).decode()
+    return decode_signed_value("test-secret-with-at-least-32-characters", COOKIE, cookie.strip('"')).decode()
 
 
 @pytest.mark.parametrize("secret", [None, " , "])
@@ -233,7 +233,7 @@ def test_no_key_or_token_in_the_explorer_logs(tiny_store, tmp_path):  # noqa: F8
     text = output.read_text(errors="replace")
     assert "DEBUG" in text and "/explorer" in text  # the explorer did log, at DEBUG
     token = url.rsplit("/", 1)[1]
-    assert secrets_in(text, [tiny_store["key"], token, cookie, "test-secret"]) == []
+    assert secrets_in(text, [tiny_store["key"], token, cookie, "test-secret-with-at-least-32-characters"]) == []
 
 
 def _wait_for(url: str, process: subprocess.Popen, timeout: float = 90) -> None:

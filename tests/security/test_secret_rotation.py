@@ -31,7 +31,7 @@ def servers(sessions, store_settings, fresh_tiny):
         started.append(group)
         return group(fresh_tiny["key"])
 
-    yield {env: server(env) for env in ("old-secret", " new-secret , old-secret ", "new-secret")}
+    yield {env: server(env) for env in ("old-secret-with-at-least-32-characters", " new-secret-with-at-least-32-characters , old-secret-with-at-least-32-characters ", "new-secret-with-at-least-32-characters")}
     for group in started:
         group.stop()
 
@@ -43,11 +43,11 @@ def make_link(api, buyer_id: str) -> str:
 
 
 def test_the_secret_list_is_newest_first_and_trimmed(servers):
-    assert servers[" new-secret , old-secret "].settings.secrets == ("new-secret", "old-secret")
+    assert servers[" new-secret-with-at-least-32-characters , old-secret-with-at-least-32-characters "].settings.secrets == ("new-secret-with-at-least-32-characters", "old-secret-with-at-least-32-characters")
 
 
 def test_links_and_cursors_survive_the_roll_over_and_stop_after_it(servers, fresh_tiny):
-    old, rolling, new = servers["old-secret"], servers[" new-secret , old-secret "], servers["new-secret"]
+    old, rolling, new = servers["old-secret-with-at-least-32-characters"], servers[" new-secret-with-at-least-32-characters , old-secret-with-at-least-32-characters "], servers["new-secret-with-at-least-32-characters"]
     old_link = make_link(old, fresh_tiny["buyer_id"])
     first = old.lineups(limit=1)
     old_cursor = first["next_cursor"]
@@ -73,6 +73,6 @@ def test_links_and_cursors_survive_the_roll_over_and_stop_after_it(servers, fres
     assert_error(new.get("/v1/lineups", params={"limit": 1, "cursor": old_cursor}), 400, "VALIDATION_ERROR", "cursor")
     # The link itself lives on: re-signed with NEW (as `lineups link list --show-tokens` does), it works.
     with transaction(new.sessions) as session:
-        (row,) = [r for r in links.list_links(session, fresh_tiny["buyer_id"]) if links.token_for(r, ("old-secret",)) in old_link]
+        (row,) = [r for r in links.list_links(session, fresh_tiny["buyer_id"]) if links.token_for(r, ("old-secret-with-at-least-32-characters",)) in old_link]
         reissued = f"/v1/share/{links.token_for(row, new.settings.signing_secrets())}"
     assert new.get(reissued, key=None).content == sheet.content
