@@ -89,6 +89,18 @@ class BaseHandler(RequestHandler):
             self.set_header("X-RateLimit-Limit", str(self.deps.limiter.limit))
             self.set_header("X-RateLimit-Remaining", str(hit.remaining))
 
+    def decode_argument(self, value: bytes, name: str | None = None) -> str:
+        """A path argument (`name` None) with bytes that are not UTF-8 (`%ff`) made
+        U+FFFD: Tornado's own decoding answered "Bad request (400)" as HTML before
+        `prepare`, with no key checked and no rate limit counted (issue 49 item 10).
+        Now the request is admitted like any other and the endpoint's rules answer it
+        (an id that is none: 404; a source that is no UUID: 400, C5); a share-link
+        token that fails its check: 401, counted like any bad token (issue 16 item 9).
+        Query arguments are read by `api.request.text_args` (not UTF-8: 400, C5)."""
+        if name is None:
+            return value.decode("utf-8", "replace")
+        return super().decode_argument(value, name)
+
     # ------------------------------------------------------------ prepare
     async def prepare(self) -> None:
         """Authenticate and count the request, check the method; raise what fails.

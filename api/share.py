@@ -53,12 +53,6 @@ class ShareHandler(BaseHandler):
         if self.request.method not in SHARE_METHODS:
             super().check_method()
 
-    def decode_argument(self, value: bytes, name: str | None = None) -> str:
-        """The token from the path; bytes that are not UTF-8 (`%ff`) make a token that
-        fails its check, so the request is 401 and counted like any bad token, not a
-        400 before the rate limit (issue 16 item 9)."""
-        return value.decode("utf-8", "replace")
-
     async def options(self, token: str) -> None:
         self.set_status(204)
         self.set_header("Allow", ", ".join(SHARE_METHODS))

@@ -158,3 +158,19 @@ def test_every_response_says_its_type_is_not_to_be_sniffed(tiny_api):
         tiny_api.request("POST", "/v1/lineups"),
     ):
         assert response.headers["X-Content-Type-Options"] == "nosniff", (response.url, response.status_code)
+
+
+@pytest.mark.parametrize("path, status, code", [
+    ("/v1/schema/%ff", 400, "VALIDATION_ERROR"),
+    ("/v1/lineups/%ff/provenance", 404, "NOT_FOUND"),
+    ("/v1/lineups/%c3%28/provenance", 404, "NOT_FOUND"),
+])
+def test_a_path_that_is_not_utf8_is_admitted_like_any_other(tiny_api, path, status, code):
+    """Issue 49 item 10: a path whose bytes are not UTF-8 used to get Tornado's HTML
+    "Bad request (400)" before the key was checked or the request counted. It goes
+    through the same admission and gets the contract's error body (C5)."""
+    assert_error(tiny_api.get(path, key=None), 401, "UNAUTHORIZED")
+    response = tiny_api.get(path)
+    assert_error(response, status, code, parameter="sourceId" if code == "VALIDATION_ERROR" else None)
+    limit = int(response.headers["X-RateLimit-Limit"])
+    assert 0 <= int(response.headers["X-RateLimit-Remaining"]) < limit  # counted
