@@ -15,9 +15,10 @@ import json
 from typing import Any
 
 from api.cursors import CURSOR_PATTERN
-from api.openapi_schemas import DATE_PATTERN, TEXT, UNLOCODE_PATTERN, any_case, ref, schemas
+from api.openapi_schemas import DATE_PATTERN, UNLOCODE_PATTERN, any_case, ref, schemas
 from store.access.links import TOKEN_CHARACTERS
 from store.reference.taxonomy import default_taxonomy
+from store.views.query import MAX_COMMODITY_CHARS, MAX_TEXT_CHARS
 
 
 # ---------------------------------------------------------------- parameters
@@ -27,6 +28,10 @@ def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any
 
 def _parameters() -> dict[str, Any]:
     date = {"type": "string", "format": "date", "pattern": DATE_PATTERN}
+    # No control character, at least one other than space (issue 49 item 9).
+    filter_text = {"type": "string", "pattern": r"^[^\u0000-\u001f\u007f]*[^\s\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*$",
+                   "maxLength": MAX_TEXT_CHARS}
+    too_long = f"At most {MAX_TEXT_CHARS} characters, no control characters: else 400."
     return {
         "source": _query(
             "source",
@@ -35,8 +40,8 @@ def _parameters() -> dict[str, Any]:
             "no active or trial subscription: 403.",
         ),
         "port": _query("port", {"type": "string", "pattern": UNLOCODE_PATTERN}, "UN/LOCODE, case-insensitive exact match."),
-        "country": _query("country", TEXT, "Country name, case-insensitive exact match."),
-        "port_name": _query("port_name", TEXT, "Port name, case-insensitive substring."),
+        "country": _query("country", filter_text, f"Country name, case-insensitive exact match. {too_long}"),
+        "port_name": _query("port_name", filter_text, f"Port name, case-insensitive substring. {too_long}"),
         "from": _query("from", date, "Start day (UTC, inclusive): rows whose eta..etd span overlaps [from, to]."),
         "to": _query("to", date, "End day (UTC, inclusive). `from` after `to` is 400."),
         "latest": _query(
@@ -50,7 +55,7 @@ def _parameters() -> dict[str, Any]:
                 {"type": "array", "minItems": 1, "items": {"type": "string", "enum": list(default_taxonomy().all_names())}},
                 "Comma-separated taxonomy names (leaf, subgroup or group), each matched ignoring case, "
                 "accents, punctuation and spacing (the enumeration gives each name's spelling); "
-                "an unknown name is 400 with suggestions.",
+                f"an unknown name is 400 with suggestions, and so is a value of more than {MAX_COMMODITY_CHARS:,} characters.",
             ),
             "style": "form",
             "explode": False,
@@ -69,7 +74,8 @@ def _parameters() -> dict[str, Any]:
             "format", {"type": "string", "pattern": any_case("json", "csv"), "default": "json"},
             "Output format: `json` or `csv`. Any case.",
         ),
-        "rowId": {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A row id of /v1/lineups."},
+        "rowId": {"name": "id", "in": "path", "required": True, "schema": {"type": "string"},
+                  "description": "A row id of /v1/lineups (letters, digits, `-` and `_`; anything else is no row's: 404)."},
         "sourceId": {"name": "sourceId", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}, "description": "A feed UUID."},
     }
 

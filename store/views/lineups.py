@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import re
 import time
 from dataclasses import dataclass
 from functools import cached_property
@@ -46,6 +47,9 @@ log = logging.getLogger("lineups.views")
 T = TypeVar("T")
 #: Rows per block of a whole-result read (exports, share links).
 BLOCK_ROWS = 20_000
+#: What a row id may be (C2.7: opaque and URL-safe; `store.merging.merge_ids` makes 24
+#: base32 characters); anything else is no row's, known without a query.
+ROW_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 #: Times a read tries again after bringing its views up to date (another change may
 #: land in between; each try is a fresh snapshot).
 _TRIES = 4
@@ -232,7 +236,10 @@ class Lineups:
         """Provenance of one merged row the buyer can see in `query`'s merge mode and
         source: the records it came from and which gave each value. Reads only the
         records of the row's merge key (groups never cross one, C2.2). Raises
-        NotFound when no visible row has that id."""
+        NotFound when no visible row has that id, at once when `row_id` cannot be one
+        (not `ROW_ID`: PostgreSQL refused a NUL in it with a 500, issue 49 item 9)."""
+        if not ROW_ID.fullmatch(row_id):
+            raise NotFound("No lineup row with that id: a row id is letters and digits (the `id` of /v1/lineups)")
 
         def work(session: Session, target: sql.Target) -> dict[str, Any]:
             hit = session.connection().execute(

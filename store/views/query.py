@@ -38,10 +38,17 @@ PARAMETERS: tuple[str, ...] = (
 )
 FORMATS = ("json", "csv")
 DEFAULT_LIMIT, MAX_LIMIT = 100, 500
+#: The longest value of a text filter (`country`, `port_name`) and of `commodity` (a
+#: list of names), in characters: beyond, 400 (issue 49 item 9; SQLite refused a
+#: `port_name` of 50,001 with "LIKE or GLOB pattern too complex", a 500).
+MAX_TEXT_CHARS = 200
+MAX_COMMODITY_CHARS = 1_000
 
 _LOCODE = re.compile(r"[A-Za-z]{2}[A-Za-z0-9]{3}")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+#: Control characters, never in a text filter (PostgreSQL refuses NUL in text: a 500).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _LIMIT = re.compile(r"[0-9]{1,6}")  # ASCII digits only: `\d` takes "٥" (issue 16 item 9)
 
 Position = list  # [combined_date ns or None, id]
@@ -115,12 +122,12 @@ def parse_query(
     query = LineupQuery(
         source=_source(values.get("source")),
         port=_port(values.get("port")),
-        country=_text(values.get("country")),
-        port_name=_text(values.get("port_name")),
+        country=_text(values, "country"),
+        port_name=_text(values, "port_name"),
         date_from=date_from,
         date_to=date_to,
         latest=_boolean(values, "latest"),
-        commodity=_commodities(values.get("commodity"), commodity_parser),
+        commodity=_commodities(_text(values, "commodity", MAX_COMMODITY_CHARS), commodity_parser),
         merge=_choice(values, "merge", MODES, "all"),
         format=_choice(values, "format", FORMATS, "json"),
     )
@@ -166,8 +173,17 @@ def _port(value: str | None) -> str | None:
     return value.upper()
 
 
-def _text(value: str | None) -> str | None:
-    return None if value is None else value.strip()
+def _text(values: Mapping[str, str], name: str, longest: int = MAX_TEXT_CHARS) -> str | None:
+    """A text parameter, trimmed; ValidationError when it is longer than `longest`
+    characters or holds a control character."""
+    value = values.get(name)
+    if value is None:
+        return None
+    if len(value) > longest:
+        raise ValidationError.parameter(name, f"must be at most {longest:,} characters")
+    if _CONTROL.search(value):
+        raise ValidationError.parameter(name, "must not contain control characters")
+    return value.strip()
 
 
 def _date(values: Mapping[str, str], name: str) -> dt.date | None:

@@ -169,3 +169,26 @@ def test_unknown_commodity_suggests_the_closest_names(tiny_api):
 def test_limits_at_the_bounds_are_accepted(tiny_api):
     assert len(tiny_api.lineups(limit="1")["data"]) == 1
     assert len(tiny_api.lineups(limit="500")["data"]) == 4
+
+
+@pytest.mark.parametrize("parameter, value, reason", [
+    ("port_name", "a" * 50_001, "must be at most 200 characters"),
+    ("port_name", "b" * 201, "must be at most 200 characters"),
+    ("country", "c" * 201, "must be at most 200 characters"),
+    ("commodity", "Coal," * 250, "must be at most 1,000 characters"),
+    ("port_name", "san\x00tos", "must not contain control characters"),
+    ("country", "\x00", "must not contain control characters"),
+    ("port_name", "san\x1b", "must not contain control characters"),
+])
+def test_text_filters_have_a_maximum_length_and_no_control_characters(tiny_api, parameter, value, reason):
+    """Issue 49 item 9: a port_name of 50,001 characters was a 500 on SQLite ("LIKE
+    or GLOB pattern too complex"), a NUL a 500 on PostgreSQL. Both are 400 naming the
+    parameter (C5); the longest allowed value is answered."""
+    error = assert_error(tiny_api.get("/v1/lineups", params={parameter: value}), 400, "VALIDATION_ERROR", parameter)
+    assert error["details"]["reason"] == reason
+
+
+def test_a_text_filter_of_the_maximum_length_is_answered(tiny_api):
+    for parameter in ("port_name", "country"):
+        response = tiny_api.get("/v1/lineups", params={parameter: "s" * 200})
+        assert response.status_code == 200 and response.json()["data"] == [], parameter

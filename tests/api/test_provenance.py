@@ -125,3 +125,10 @@ def test_provenance_says_what_the_merge_resolved_and_why(make_api, sessions):
     assert len(alone) == 2 and {r["vessel_imo"] for r in alone} == {None, "9348247"}
     for row in alone:
         assert api.get(f"/v1/lineups/{row['id']}/provenance", key=beta_key).json()["resolutions"] == []
+
+
+@pytest.mark.parametrize("row_id", ["%00", "a%00b", "x" * 65, "%E2%82%AC", "..", "a.b"])
+def test_an_id_that_cannot_be_one_is_404(tiny_api, row_id):
+    """Issue 49 item 9: a NUL in the id was a 500 on PostgreSQL (text cannot hold
+    one); an id that cannot be a row's is 404 on both, asked of no store."""
+    assert_error(tiny_api.get(f"/v1/lineups/{row_id}/provenance"), 404, "NOT_FOUND")
