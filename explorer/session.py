@@ -27,6 +27,7 @@ from functools import partial
 from typing import Any, Callable, Iterator, TypeVar
 
 import param
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session, sessionmaker
 
 from explorer import auth, data
@@ -161,6 +162,19 @@ class SessionLost(Exception):
     """The store no longer accepts this session (revoked key, suspended buyer)."""
 
 
+class StoreBusy(Exception):
+    """The store could not do an action now: another process holds its write lock
+    (SQLite during an ingest) past the action's wait, or it is out of reach. Nothing
+    was changed; the buyer may try again (issue 49 item 7: it was an uncaught
+    `OperationalError`, and the screen said nothing)."""
+
+    MESSAGE = "The store is busy with another change, so nothing was changed. Please try again in a moment."
+
+    def __init__(self, message: str = MESSAGE):
+        super().__init__(message)
+        self.message = message
+
+
 def feed_list(session: Session, buyer_id: str) -> list[dict[str, Any]]:
     """The buyer's feeds as the API lists them (C7): active or trial subscriptions,
     ordered by name, each with its `subscription_status`."""
@@ -221,8 +235,8 @@ class Account(param.Parameterized):
         """`work(session, buyer)` in one checked transaction, on the explorer's
         threads; asked again after a pause on the loop while a view it reads is being
         built by another process (`patiently`: the wait holds no thread). Raises
-        SessionLost (and sets `lost`, back on the loop) when the session ended, and
-        whatever `work` raises."""
+        SessionLost (and sets `lost`, back on the loop) when the session ended,
+        StoreBusy when the store could not do it now, and whatever `work` raises."""
         if self.lost:
             raise SessionLost("This session has ended")
         try:
@@ -232,8 +246,12 @@ class Account(param.Parameterized):
             raise
 
     def _work(self, work: Callable[[Session, Buyer], T]) -> T:
-        with self._checked() as (session, buyer):
-            return work(session, buyer)
+        try:
+            with self._checked() as (session, buyer):
+                return work(session, buyer)
+        except sa_exc.OperationalError as error:  # locked (SQLite) or out of reach
+            log.warning("An explorer action found the store busy (%s)", type(error.orig).__name__)
+            raise StoreBusy() from error
 
     @contextmanager
     def _checked(self) -> Iterator[tuple[Session, Buyer]]:

@@ -1,19 +1,26 @@
 """The share links screen's state (C8): create a link from the current filters, list
 the buyer's links with their names and filters in words, copy a listed link's URL
 again, revoke one after a confirmation. Store work happens in `watch=True` methods,
-each awaiting `Account.run()` (the explorer's threads, never the event loop)."""
+each awaiting `Account.run()` (the explorer's threads, never the event loop). A write
+waits at most `WRITE_WAIT_S` for another process's write lock; past it, or with the
+store out of reach, the screen says the store is busy and to try again (`StoreBusy`)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import param
 
-from explorer.session import Account, SessionLost
+from explorer.session import Account, SessionLost, StoreBusy
 from explorer.filters import LineupFilters
 from explorer.words import describe_filters, problem
 from store.access import links
+from store.database.db import sqlite_busy_timeout
 from store.errors import LineupsError
 from store.database.schema import ShareLink
+
+#: Seconds a link's creation or revocation waits for another process's write lock
+#: (SQLite) before the buyer is told that the store is busy.
+WRITE_WAIT_S = 5.0
 
 
 class SharesModel(param.Parameterized):
@@ -58,10 +65,11 @@ class SharesModel(param.Parameterized):
         args, name = self.filters.to_args(), self.link_name.strip()[:80]
 
         def create(session, buyer):
-            link, token = links.create_link(session, buyer, args, context.secrets)
-            if name:
-                link.label = name
-                session.flush()
+            with sqlite_busy_timeout(session, WRITE_WAIT_S):
+                link, token = links.create_link(session, buyer, args, context.secrets)
+                if name:
+                    link.label = name
+                    session.flush()
             return link.id, token, describe_filters(link.filters, self.account.feed_names)
 
         try:
@@ -70,6 +78,9 @@ class SharesModel(param.Parameterized):
             return
         except LineupsError as error:
             self.param.update(error=problem(error), notice="", url="", formula="")
+            return
+        except StoreBusy as busy:
+            self.param.update(error=f"No link was created: {busy.message}", notice="", url="", formula="")
             return
         url = links.url_for(context.base_url, token)
         self.param.update(
@@ -124,7 +135,8 @@ class SharesModel(param.Parameterized):
         def revoke(session, buyer):
             link = links.find_link(session, link_id, buyer.id)
             already = link.revoked_at is not None
-            links.revoke_link(session, link)
+            with sqlite_busy_timeout(session, WRITE_WAIT_S):
+                links.revoke_link(session, link)
             return already
 
         try:
@@ -133,6 +145,9 @@ class SharesModel(param.Parameterized):
             return
         except LineupsError as error:
             self.param.update(error=problem(error), pending_revoke="")
+            return
+        except StoreBusy as busy:
+            self.param.update(error=f"The link was not revoked: {busy.message}", notice="")  # still asked
             return
         if link_id == self.created_id:
             self.param.update(created_id="", url="", formula="", created_summary="")

@@ -7,6 +7,7 @@ import asyncio
 import datetime as dt
 import html
 import re
+import sqlite3
 
 import pandas as pd
 import pytest
@@ -23,6 +24,7 @@ from store.fields import RECORD_FIELDS
 from store.views.lineups import Summary
 from store.views.query import LineupQuery, parse_query
 from store.reference.taxonomy import default_taxonomy
+from store.settings import sqlite_path
 
 ENTITLED = {
     "Brazil Grains Lineup": "active",
@@ -615,3 +617,34 @@ def test_reads_of_a_view_being_built_elsewhere_wait_off_the_explorers_threads(co
     finally:
         loop.close()
     assert counts == [context.service.count(demo["buyer_id"], held)] * len(waiting) and counts[0] > 0
+
+
+def test_share_links_on_a_locked_store_say_the_store_is_busy(account, sessions, store_settings):
+    """Issue 49 item 7: while another process holds SQLite's write lock (an ingest),
+    creating or revoking a link says the store is busy and to try again (it gave no
+    link and no message: an uncaught OperationalError), changes nothing, and works
+    once the lock is free."""
+    lineups = LineupsModel(account)
+    shares = SharesModel(account, lineups.filters)
+    shares.param.trigger("create")
+    first = shares.links.iloc[0]["id"]
+    writer = sqlite3.connect(sqlite_path(store_settings.db_url), timeout=1)
+    writer.execute("BEGIN IMMEDIATE")  # holds the write lock, as an ingest does
+    try:
+        lineups.filters.port = "BRSSZ"
+        shares.param.trigger("create")
+        assert "store is busy" in shares.error and "try again" in shares.error and shares.url == ""
+        shares.request_revoke(first)
+        shares.param.trigger("confirm_revoke")
+        assert "not revoked" in shares.error and "store is busy" in shares.error
+        assert shares.pending_revoke == first  # the confirmation stays, to try again
+    finally:
+        writer.rollback()
+        writer.close()
+    with transaction(sessions) as session:
+        listed = links.list_links(session, account.buyer_id)
+        assert [(link.id, link.revoked_at) for link in listed] == [(first, None)]
+    shares.param.trigger("confirm_revoke")
+    assert shares.error == "" and shares.table().empty
+    shares.param.trigger("create")
+    assert shares.error == "" and shares.url.startswith(f"{account.context.base_url}/v1/share/")
