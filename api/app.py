@@ -42,7 +42,7 @@ from api.handlers import (
     SourcesHandler,
 )
 from api.ratelimit import Limiter, MemoryLimiter
-from api.share import ShareHandler
+from api.share import DownloadHandler, ShareHandler
 from store.access.usage import UsageWriter
 from store.database.db import Reads
 from store.settings import Settings
@@ -62,6 +62,7 @@ def api_routes(deps: Dependencies) -> list[tuple[str, type[RequestHandler], dict
         (r"/v1/schema/([^/]+)", SchemaHandler, args),
         (r"/v1/openapi\.json", OpenApiHandler, args),
         (r"/v1/share/([^/]+?)(?:\.csv)?", ShareHandler, args),
+        (r"/v1/download/([^/]+)", DownloadHandler, args),
         (r"/healthz", HealthHandler, args),
     ]
 

@@ -21,22 +21,22 @@ from types import TracebackType
 
 from tornado.httputil import HTTPInputError
 
-#: A share-link path anywhere in a text, up to the end of its token.
-_SHARE_PATH = re.compile(r"/v1/share/[^/?#\s'\"]+")
+#: A share-link or download path anywhere in a text, up to the end of its token.
+_SHARE_PATH = re.compile(r"/v1/(share|download)/[^/?#\s'\"]+")
 #: Key-shaped text (C5: `lk_` and 32 hex digits; any case or length, typos included).
 _KEY_LIKE = re.compile(r"(?<![0-9a-z])lk_[0-9a-z]+", re.IGNORECASE)
 #: Token-shaped text (itsdangerous: base64url payload, a dot, a 27-character signature).
 _TOKEN_LIKE = re.compile(r"\.?[\w-]+\.[\w-]{27}(?![\w-])", re.ASCII)
-#: A share-link token by its prefix (`sl_`), also cut short or altered.
-_SHARE_TOKEN = re.compile(r"(?<![0-9a-z])sl_[\w.-]+", re.IGNORECASE | re.ASCII)
+#: A share-link token or download ticket by its prefix (`sl_`, `dl_`), also cut short or altered.
+_SHARE_TOKEN = re.compile(r"(?<![0-9a-z])[sd]l_[\w.-]+", re.IGNORECASE | re.ASCII)
 
 
 def redact(text: str) -> str:
     """A request path or message fit for logs (C8): share-link tokens, and keys or
     tokens a client put anywhere else in a path or parameter, are masked."""
-    if "_" not in text and "." not in text and "/v1/share/" not in text:
+    if "_" not in text and "." not in text and "/v1/share/" not in text and "/v1/download/" not in text:
         return text  # no key (`lk_`), token (`.`) or share path: the common path, fast
-    text = _SHARE_TOKEN.sub("<token>", _SHARE_PATH.sub("/v1/share/<token>", text))
+    text = _SHARE_TOKEN.sub("<token>", _SHARE_PATH.sub(r"/v1/\1/<token>", text))
     return _TOKEN_LIKE.sub("<token>", _KEY_LIKE.sub("lk_<redacted>", text))
 
 

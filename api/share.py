@@ -23,18 +23,34 @@ Decisions the contract leaves open (docs/share-links.md):
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Sequence
+
 from sqlalchemy.orm import Session
 
 from api.base import BaseHandler
 from api.ratelimit import Hit
-from store.access import links
+from store.access import downloads, links
+from store.access.accounts import FeedVersion
 from store.errors import Forbidden, RateLimited, Unauthorized, ValidationError
-from store.views.query import parse_query
+from store.fields import utcnow
+from store.views.query import LineupQuery, parse_query
 from store.reference.taxonomy import default_taxonomy
 from store.views import builds
 from store.views.lineups import visible_feeds
 
 SHARE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+@dataclasses.dataclass(frozen=True)
+class Export:
+    """One export to stream: its slot (`ExportSlots.taken`: a link, or an explorer
+    sign-in's downloads), the buyer, the query and the feeds it reads."""
+
+    slot: str
+    buyer_id: str
+    query: LineupQuery
+    feeds: Sequence[FeedVersion]
 
 
 class ShareHandler(BaseHandler):
@@ -60,10 +76,10 @@ class ShareHandler(BaseHandler):
 
     async def get(self, token: str) -> None:
         counted = self.request.method == "GET"
-        link, query, feeds = await self.run(self._select, token, self.request.remote_ip, counted)
+        export = await self.run(self._select, token, self.request.remote_ip, counted)
         # Apart from `_select`, which counts a use: a count that waits for a view being
         # built is asked again (`blocking`), the use counted once.
-        self._check_ceiling(await self.blocking(self.deps.lineups.count, link.buyer_id, query, feeds))
+        self._check_ceiling(await self.blocking(self.deps.lineups.count, export.buyer_id, export.query, export.feeds))
         self.set_default_headers()  # now with the link's rate-limit figures
         if self.request.method == "HEAD":
             # Headers as GET sends them: no body, and no "Content-Length: 0" either,
@@ -73,13 +89,12 @@ class ShareHandler(BaseHandler):
             return self.finish()
         # On the export threads, which are not the API's: a block waits there for a view
         # being built (a change landing in the middle of the export).
-        blocks = self.deps.lineups.csv_blocks(link.buyer_id, query, feeds, wait=builds.WAIT_S)
-        with self.deps.export_slots.taken(link.id, link.buyer_id):  # 429 beyond (issue 16 item 2)
+        blocks = self.deps.lineups.csv_blocks(export.buyer_id, export.query, export.feeds, wait=builds.WAIT_S)
+        with self.deps.export_slots.taken(export.slot, export.buyer_id):  # 429 beyond (issue 16 item 2)
             await self.stream_csv(lambda: next(blocks, None))
 
-    def _select(self, session: Session, token: str, address: str, counted: bool):
-        """Check the link and its entitlement now and count the use; returns `(link,
-        query, visible feeds)`."""
+    def _select(self, session: Session, token: str, address: str, counted: bool) -> "Export":
+        """Check the link and its entitlement now and count the use."""
         secrets = self.deps.settings.signing_secrets()
         try:
             link, args = links.open_link(session, token, secrets, count_use=False)
@@ -94,7 +109,7 @@ class ShareHandler(BaseHandler):
         if not feeds:
             raise Forbidden("None of this link's feeds is subscribed any longer")
         session.commit()  # checked on the primary; the rows may come from a replica
-        return link, query, feeds
+        return Export(link.id, link.buyer_id, query, feeds)
 
     def _check_ceiling(self, rows: int) -> None:
         """A result of more rows than the ceiling is refused, never cut (C8)."""
@@ -115,3 +130,30 @@ class ShareHandler(BaseHandler):
                 f"exceeded for this link; retry in {hit.retry_after} s",
                 retry_after=hit.retry_after,
             )
+
+
+class DownloadHandler(ShareHandler):
+    """GET /v1/download/{ticket}: the explorer's "Download CSV (all rows)" (issue 49
+    item 5), streamed as a share link's CSV is, through the same export slots (per
+    sign-in, per buyer, per process: 429 beyond) and row ceiling (a VALIDATION_ERROR
+    beyond, never a cut file), with `Content-Disposition: attachment`. The explorer
+    sends the browser here with a ticket good for a minute
+    (`store.access.downloads`); opening it re-checks the key, the buyer, the
+    sign-in and the feeds now. Counted against the rate limit per sign-in; a bad
+    ticket per client address, like a bad link token."""
+
+    def set_default_headers(self) -> None:
+        super().set_default_headers()
+        self.set_header("Content-Disposition", f'attachment; filename="lineups-{utcnow():%Y%m%d}.csv"')
+
+    def _select(self, session: Session, ticket: str, address: str, counted: bool) -> Export:
+        try:
+            opened = downloads.open_ticket(session, ticket, self.deps.settings.signing_secrets())
+        except Unauthorized:
+            self._limit(f"addr:{address}")
+            raise
+        self._limit(f"signin:{opened.sign_in_id}")
+        query, _, _ = parse_query(opened.args, default_taxonomy().parse_filter)
+        feeds = visible_feeds(session, opened.buyer_id, query.source)
+        session.commit()  # checked on the primary; the rows may come from a replica
+        return Export(f"download:{opened.sign_in_id}", opened.buyer_id, query, feeds)

@@ -37,8 +37,8 @@ from tornado.ioloop import IOLoop
 from tornado.web import RequestHandler, StaticFileHandler
 
 from explorer.auth import (
-    APP_PATH, TOKEN_EXCLUDED_HEADERS, CookieCodec, ExplorerAuth, IdentityInToken, LoginHandler, LogoutHandler,
-    SignInLimiter, identity_of_token,
+    APP_PATH, TOKEN_EXCLUDED_HEADERS, CookieCodec, DownloadHandler, ExplorerAuth, IdentityInToken, LoginHandler,
+    LogoutHandler, SignInLimiter, identity_of_token,
 )
 from explorer import ROUTE, charts
 from explorer.headers import ExplorerHeaders
@@ -197,6 +197,7 @@ class ExplorerApp:
             auth_provider=ExplorerAuth(context.sessions, codec, context.book.is_live),
             extra_patterns=[
                 ("/login", LoginHandler, page_args), ("/logout", LogoutHandler, page_args),
+                ("/download", DownloadHandler, page_args),
                 # The page asks for its icon under the prefix; Bokeh serves it at the root only.
                 (r"/(favicon\.ico)", StaticFileHandler, {"path": str(DIST_DIR / "images")}),
             ],

@@ -36,15 +36,18 @@ from sqlalchemy.orm import Session, sessionmaker
 from tornado.ioloop import IOLoop
 from tornado.web import RequestHandler, create_signed_value, decode_signed_value
 
-from store.access import accounts
+from store.access import accounts, downloads
 from store.access.usage import UsageWriter
 from store.database.db import transaction
 from store.errors import LineupsError, RateLimited, Unauthorized
-from store.database.schema import ApiKey, Buyer
+from store.database.schema import Buyer
 
 APP_PATH = "/explorer"
 LOGIN_PATH = "/explorer/login"
 LOGOUT_PATH = "/explorer/logout"
+DOWNLOAD_PATH = "/explorer/download"
+#: Where a download is streamed from: the API beside the explorer (`lineups serve`).
+DOWNLOAD_TARGET = "/v1/download/"
 COOKIE = "lineups_explorer"
 #: The key of the signed-in identity in a Bokeh session's token (`IdentityInToken`).
 TOKEN_IDENTITY = "lineups_identity"
@@ -114,12 +117,7 @@ def check(session: Session, identity: Identity) -> Buyer:
 
     Raises Unauthorized when the key is gone, revoked or no longer the buyer's, and
     Forbidden when the buyer is suspended."""
-    row = session.get(ApiKey, identity.key_id)
-    if row is not None and row.buyer_id != identity.buyer_id:
-        row = None
-    return accounts.key_holder(
-        session, row, revoked="This API key was revoked: sign in again", gone="This account no longer exists"
-    )
+    return accounts.signed_in_buyer(session, identity.buyer_id, identity.key_id)
 
 
 def current_identity(
@@ -310,6 +308,27 @@ class LogoutHandler(_AuthPageHandler):
             self.end(identity.session_id)
         self.clear_session()
         self.redirect(f"{LOGIN_PATH}?logged_out=1")
+
+
+class DownloadHandler(_AuthPageHandler):
+    """GET /explorer/download?<filters as /v1/lineups parameters>: the "Download CSV
+    (all rows)" button (issue 49 item 5). A signed-in browser is sent on to the API's
+    streamed download of the result, `/v1/download/{ticket}` (a ticket good for a
+    minute, `store.access.downloads`), which goes through the API's export slots and
+    row ceiling; anyone else to the sign-in page. Nothing of the result passes
+    through the explorer, and no store work runs on the event loop."""
+
+    async def get(self) -> None:
+        identity = await IOLoop.current().run_in_executor(
+            None, current_identity, self.sessions, self.codec, self.get_cookie(COOKIE), self.is_live
+        )
+        if identity is None:
+            self.redirect(f"{LOGIN_PATH}?next={quote(APP_PATH + '/', safe='/')}")
+            return
+        args = {name: [v.decode("utf-8", "replace") for v in values]
+                for name, values in self.request.query_arguments.items()}
+        ticket = downloads.ticket_for(self.codec.secrets, identity.buyer_id, identity.key_id, identity.session_id, args)
+        self.redirect(f"{DOWNLOAD_TARGET}{ticket}")
 
 
 def login_page(xsrf_field: str, next_url: str, error: str = "", notice: str = "") -> str:

@@ -7,8 +7,8 @@ opened by `Account.store()`), the buyer and a validated `LineupQuery`, and block
 the explorer calls them only from its thread pool (`explorer.session.off_loop`),
 never on the event loop. What a filter change reads is bounded by the screen, not by
 the result: a page of rows (`page`), the count, the charts' totals computed in SQL
-(`summary`) and the rows near the page for its duplicate check (`near`). Only the CSV
-download reads the whole result (`csv_text`), when the buyer asks for it.
+(`summary`) and the rows near the page for its duplicate check (`near`). Nothing reads
+the whole result: the CSV download is the API's, streamed (`explorer.auth.DownloadHandler`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any, Sequence
 import pandas as pd
 from sqlalchemy.orm import Session
 
-from store.views.csvtext import csv_header
 from store.views.lineups import Summary
 from store.views.query import LineupQuery
 from store.views.sql import ORDERABLE
@@ -31,15 +30,6 @@ SORTABLE = ORDERABLE
 
 def _service(session: Session):
     return session.info[SERVICE]
-
-
-def csv_text(session: Session, buyer_id: str, query: LineupQuery) -> bytes:
-    """The whole result of `query` for the buyer as one CSV document (C9: byte order
-    mark, header, rows in C3 order): the CSV download, written as share links write
-    theirs (`Lineups.csv_blocks`), so a download and an export of the same rows are
-    the same bytes. Raises the store's errors (NotFound, Forbidden) for a feed the
-    buyer cannot see."""
-    return csv_header() + b"".join(_service(session).csv_blocks(buyer_id, query))
 
 
 def page(

@@ -3,7 +3,7 @@
 `LineupsModel` holds, for one `explorer.filters.LineupFilters` query, the count, the
 page of rows on screen, the charts' totals (computed in SQL), the message when there
 is nothing to show, and the provenance of the row the buyer picked. Nothing it holds
-grows with the result: the CSV download reads the result when asked. Store work
+grows with the result: the CSV download is the API's, streamed (`download_path`). Store work
 happens only in `watch=True` methods, each awaiting `Account.run()` (the explorer's
 threads, never the event loop), and always goes through `explorer.data`.
 """
@@ -11,14 +11,15 @@ threads, never the event loop), and always goes through `explorer.data`.
 from __future__ import annotations
 
 import functools
-import io
 import logging
+from urllib.parse import urlencode
 from typing import Any, Mapping
 
 import pandas as pd
 import param
 
 from explorer import charts, data
+from explorer.auth import DOWNLOAD_PATH
 from store.merging.duplicates import WINDOW, likely_duplicates
 from explorer.session import Account, SessionLost
 from explorer.filters import LineupFilters
@@ -76,6 +77,12 @@ class LineupsModel(param.Parameterized):
         first, the charts when they are ready).""")
     charts_problem = param.String(default="", doc="Why the charts show nothing, in the buyer's words.")
     error = param.String(default="", doc="Why there are no rows, in the buyer's words.")
+    download_path = param.String(default="", precedence=-1, doc="""
+        Where the "Download CSV (all rows)" button goes: the explorer's download
+        (`explorer.auth.DownloadHandler`) of the current filters, which sends the
+        browser on to the API's streamed CSV of the whole result (C9, through the
+        export slots and the row ceiling; issue 49 item 5). Empty while the filters
+        select nothing (`error`).""")
     described = param.String(default="", doc="""
         The filters of the rows on screen in words (set with the rows, never before).""")
     duplicates = param.Dict(default={}, precedence=-1, doc="{row id on the page: why it looks like another row}.")
@@ -327,21 +334,9 @@ class LineupsModel(param.Parameterized):
         else:
             self.selected_id = str(rows["id"].iloc[position])
 
-    async def csv_file(self) -> io.BytesIO | None:
-        """The whole result of the current filters as CSV (C9), read when the buyer
-        asks for it (on the explorer's threads). None once the session ended (a
-        logout in another tab included) or when the filters select nothing."""
-        if self.account.lost or not self.account.context.book.is_live(self.account.session_id):
-            self.account.lost = True
-            return None
-        if self.error:
-            return None
-        try:
-            query = self.filters.query(self.account.context.taxonomy)
-            text = await self.account.run(lambda session, buyer: data.csv_text(session, buyer.id, query))
-        except (SessionLost, LineupsError):
-            return None
-        return io.BytesIO(text)
+    @param.depends("filters.param", "error", watch=True, on_init=True)
+    def _point_download(self) -> None:
+        self.download_path = "" if self.error else f"{DOWNLOAD_PATH}?{urlencode(self.filters.url_args())}"
 
     # ------------------------------------------------------------ derived data
     @param.depends("page_rows", "duplicates", "columns")

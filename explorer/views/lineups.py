@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import html
 
 import panel as pn
 import param
@@ -54,6 +55,15 @@ TABLE_CSS = """
 .tabulator-row:focus { outline: 2px solid #0b5cab; outline-offset: -2px; }
 .tabulator-cell { white-space: normal; }
 """
+DOWNLOAD_LABEL = "Download CSV (all rows)"
+#: The download link drawn as the primary button it replaces.
+DOWNLOAD_CSS = """
+.download-csv { display: inline-block; box-sizing: border-box; width: 220px; padding: 6px 12px; text-align: center;
+                font: inherit; border-radius: 4px; text-decoration: none; color: #fff; background: #0072b5; }
+.download-csv:hover { background: #005b91; }
+.download-csv:focus { outline: 2px solid #0b5cab; outline-offset: 2px; }
+.download-csv.disabled { background: #b8c2cc; cursor: not-allowed; }
+"""
 
 
 def _table_height(rows) -> int:
@@ -74,10 +84,7 @@ class LineupsView(Viewer):
         self._make_filters()
         self._make_table()
         self._make_charts()
-        self._download = pn.widgets.FileDownload(
-            callback=self.model.csv_file, filename=f"lineups-{dt.date.today():%Y%m%d}.csv",
-            label="Download CSV (all rows)", color="primary", embed=False, width=220,
-        )
+        self._download = pn.pane.HTML(self._download_link, width=220, stylesheets=[DOWNLOAD_CSS])
         if pn.state.curdoc is not None:
             # Changes made before the page's websocket opened may not reach it.
             pn.state.onload(self._show_busy)
@@ -247,6 +254,16 @@ class LineupsView(Viewer):
             charts.draw_status_by_port(self._status, model.statuses)
         if self._drawn_charts and model.weekly is not None and model.statuses is not None:
             self._charts.objects, self._drawn_charts = self._drawn_charts, []  # the first totals: on the page now
+
+    @param.depends("model.download_path")
+    def _download_link(self) -> str:
+        """The download as a link to the explorer's download of the current filters
+        (an HTTP download the API streams; issue 49 item 5), or the label alone
+        while the filters select nothing."""
+        path = self.model.download_path
+        if not path:
+            return f'<span class="download-csv disabled">{DOWNLOAD_LABEL}</span>'
+        return f'<a class="download-csv" href="{html.escape(path, quote=True)}" download>{DOWNLOAD_LABEL}</a>'
 
     @param.depends("model.detail")
     def _detail(self):

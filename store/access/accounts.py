@@ -163,6 +163,18 @@ def key_holder(session: Session, row: ApiKey | None, revoked: str = INVALID_KEY,
     return active_buyer(session, row.buyer_id, Unauthorized(gone))
 
 
+def signed_in_buyer(session: Session, buyer_id: str, key_id: str) -> Buyer:
+    """The buyer of an explorer sign-in (the buyer and the row id of the API key it
+    was made with), re-read now: the explorer's sessions and download tickets.
+
+    Raises Unauthorized when the key is gone, revoked or no longer the buyer's, and
+    Forbidden when the buyer is suspended."""
+    row = session.get(ApiKey, key_id)
+    if row is not None and row.buyer_id != buyer_id:
+        row = None
+    return key_holder(session, row, revoked="This API key was revoked: sign in again", gone="This account no longer exists")
+
+
 def active_buyer(session: Session, buyer_id: str, missing: LineupsError, suspended: str = SUSPENDED) -> Buyer:
     """The buyer `buyer_id` when it is active. Raises `missing` when there is no such
     buyer and Forbidden(`suspended`) when it is suspended (C5, C8)."""

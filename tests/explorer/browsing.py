@@ -1,6 +1,6 @@
 """What the explorer's browser tests share: Debian's chromium driven by Playwright
-(never a downloaded browser), `python -m explorer` served over the default demo data
-set, and helpers that act as a buyer would.
+(never a downloaded browser), `lineups serve` (the API and the explorer) over the
+default demo data set, and helpers that act as a buyer would.
 
 The fixtures are imported by the browser test modules (`from browsing import …`), so
 that each module gets its own server (module scope).
@@ -55,7 +55,7 @@ def free_port() -> int:
 
 
 class Server:
-    """`python -m explorer` on a free port over a SQLite store."""
+    """`lineups serve` on a free port over a SQLite store."""
 
     def __init__(self, db_url: str, folder: Path):
         self.port = free_port()
@@ -63,8 +63,11 @@ class Server:
         self.log_path = folder / f"server-{self.port}.log"
         self._log = open(self.log_path, "w")
         env = {**os.environ, "LINEUPS_SECRET": SECRET}
+        # `lineups serve`, the API beside the explorer: the CSV download is the API's
+        # (issue 49 item 5).
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "explorer", "--db", db_url, "--port", str(self.port)],
+            [sys.executable, "-c", "from cli.main import main; main()", "serve", "--db", db_url,
+             "--port", str(self.port), "--base-url", self.base_url],
             cwd=REPO, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60
@@ -111,7 +114,7 @@ def served_store(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    """`python -m explorer` over a SQLite store with the default demo data: yields
+    """`lineups serve` over a SQLite store with the default demo data: yields
     `{"base_url", "api_key", "buyer_id", "sessions", "server", "db_url", "folder"}`."""
     db_url, demo, sessions, engine, folder = served_store(tmp_path_factory)
     server = Server(db_url, folder)

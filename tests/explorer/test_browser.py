@@ -112,7 +112,7 @@ def test_the_explorer_flow(page, served):
 
     # The download is the whole filtered result.
     with page.expect_download() as download:
-        page.locator(".bk-btn", has_text="Download CSV").first.click()
+        page.locator("a.download-csv", has_text="Download CSV").first.click()
     text = Path(download.value.path()).read_bytes().decode("utf-8")
     count = int(row_count(page).split(" ", 1)[0].replace(",", "").replace("**", ""))
     assert text.startswith("\ufeffid,source_id,source_name,")

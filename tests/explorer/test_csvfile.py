@@ -1,10 +1,7 @@
-"""The explorer's CSV download (C9) and filters in words: exact text."""
+"""The CSV text (C9) the API streams, the explorer's download included, and filters in
+words: exact text."""
 
 from __future__ import annotations
-
-import asyncio
-import csv
-import io
 
 import pandas as pd
 
@@ -55,20 +52,3 @@ def test_filters_in_words():
     assert describe_filters({"country": "Brazil", "commodity": "Coal,Iron Ore", "from": "2026-11-01", "to": "2026-11-30"}) == (
         "Country Brazil · commodity Coal or Iron Ore · from 2026-11-01 to 2026-11-30"
     )
-
-
-def test_the_download_is_the_whole_result_in_order(account):
-    """The explorer's download (`LineupsModel.csv_file`) holds every row of the
-    result under the filters shown, in C3 order, each as the result has it."""
-    from explorer.state import LineupsModel
-
-    model = LineupsModel(account, read=False)
-    query = model.filters.query(account.context.taxonomy)
-    result = account.context.service.frame(account.buyer_id, query)
-    assert len(result) > 50
-    text = asyncio.run(model.csv_file()).getvalue()
-    assert text.startswith(b"\xef\xbb\xbf" + HEADER.encode() + b"\r\n")
-    rows = list(csv.DictReader(io.StringIO(text.decode("utf-8-sig"), newline="")))
-    assert [r["id"] for r in rows] == list(result["id"])
-    assert [r["port_unlocode"] for r in rows] == list(result["port_unlocode"])
-    assert [r["vessel_name"].lstrip("'") for r in rows] == [v or "" for v in result["vessel_name"]]

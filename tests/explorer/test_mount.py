@@ -4,8 +4,6 @@ handling, JSON 404 and 405 bodies included (C5)."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 import requests
 
@@ -50,7 +48,7 @@ def test_the_api_and_the_explorer_answer_on_one_port(live, demo, sign_in):
     assert requests.get(f"{live.base_url}/explorer/static/js/bokeh.min.js").status_code == 200
 
 
-def test_a_link_made_in_the_explorer_serves_its_rows_until_revoked(live, account):
+def test_a_link_made_in_the_explorer_serves_its_rows_until_revoked(live, account, demo, sign_in):
     from explorer.shares import SharesModel
     from explorer.state import LineupsModel
 
@@ -61,7 +59,9 @@ def test_a_link_made_in_the_explorer_serves_its_rows_until_revoked(live, account
     path = "/v1/share/" + shares.url.rsplit("/v1/share/", 1)[1]
     served = requests.get(live.base_url + path)
     assert served.status_code == 200, served.text
-    assert served.content == asyncio.run(lineups.csv_file()).getvalue()  # the same rows, the same text
+    client, _ = sign_in(live, demo["api_key"])
+    downloaded = client.get(live.base_url + lineups.download_path)
+    assert served.content == downloaded.content  # the same rows, the same text
     shares.request_revoke(shares.created_id)
     shares.param.trigger("confirm_revoke")
     assert requests.get(live.base_url + path).status_code == 401

@@ -272,14 +272,15 @@ def test_the_detail_says_what_the_merge_resolved(account):
     assert any(re.fullmatch(r".+\(Unspecified\) from .+ joined .+", line) for line in kinds["commodity"])
 
 
-def test_the_download_is_the_whole_result_as_csv(account):
+def test_the_download_goes_to_the_explorers_download_of_the_filters_shown(account):
+    """The button is a link to the streamed HTTP download of the current filters
+    (issue 49 item 5; tests/explorer/test_mount.py downloads it); none while the
+    filters select nothing."""
     model = LineupsModel(account)
-    model.filters.port = "BRSSZ"
-    text = asyncio.run(model.csv_file()).getvalue().decode("utf-8")
-    assert text.startswith("\ufeff" + ",".join(RECORD_FIELDS) + "\r\n")
-    lines = text[1:].split("\r\n")
-    assert lines[-1] == ""
-    assert len(lines) - 2 == model.row_count > 50  # every row, not one page
+    model.filters.param.update(port="BRSSZ", commodity=["Soybeans"])
+    assert model.download_path == "/explorer/download?port=BRSSZ&commodity=Soybeans"
+    model.filters.param.update(date_from=dt.date(2026, 12, 1), date_to=dt.date(2026, 11, 1))
+    assert model.error and model.download_path == ""
 
 
 # ---------------------------------------------------------------- the session
@@ -291,7 +292,6 @@ def test_a_revoked_key_ends_the_session_on_the_next_action(account, sessions, de
     model.filters.port = "BRSSZ"
     assert account.lost
     assert model.row_count == before  # nothing was read for the lost session
-    assert asyncio.run(model.csv_file()) is None
 
 
 def test_a_suspended_buyer_ends_the_session(account, sessions, demo):

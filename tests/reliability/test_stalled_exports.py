@@ -19,7 +19,7 @@ import time
 import pytest
 
 from api.exports import ExportLimits, ExportSlots
-from store.access import links
+from store.access import accounts, downloads, links
 from store.database.db import transaction
 from store.errors import RateLimited
 from store.database.schema import Buyer
@@ -146,3 +146,50 @@ def test_export_slots_count_per_link_buyer_and_process():
     assert slots.streaming == 0
     with slots.taken("l1", "b1"):
         assert slots.streaming == 1
+
+
+def download_tickets(api, sessions, buyer_id: str, sign_ins: int) -> list[str]:
+    """Download tickets of the explorer for `sign_ins` sign-ins of the buyer, each
+    for the whole result (`store.access.downloads`, what /explorer/download makes)."""
+    with transaction(sessions) as session:
+        _, row = accounts.create_key(session, session.get(Buyer, buyer_id))
+        key_id = row.id
+    secrets = api.settings.signing_secrets()
+    return [downloads.ticket_for(secrets, buyer_id, key_id, f"sign-in-{n}", {}) for n in range(sign_ins)]
+
+
+def test_explorer_downloads_take_the_same_export_slots(make_api, sheet, sessions):
+    """Issue 49 item 5: the explorer's "Download CSV (all rows)" is the API's
+    streamed download (`/v1/download/{ticket}`), not a document built in memory and
+    sent over the websocket: a sign-in's downloads take the export slots share links
+    take (per sign-in, per buyer, per process: 429 beyond)."""
+    api = make_api(None, export_limits=ExportLimits(per_link=1, per_buyer=2, stall_s=30, retry_after_s=7))
+    buyer_id, paths = sheet
+    first, second = download_tickets(api, sessions, buyer_id, 2)
+    held = [stalled_client(api.base_url, f"/v1/download/{first}")]
+    try:
+        assert api.deps.export_slots.streaming == 1
+        assert_error(api.get(f"/v1/download/{first}", key=None), 429, "RATE_LIMITED")  # the sign-in's second
+        held.append(stalled_client(api.base_url, paths[0]))  # the buyer's second export: a link's
+        refused = api.get(f"/v1/download/{second}", key=None)  # the buyer's third
+        assert_error(refused, 429, "RATE_LIMITED")
+        assert "account" in refused.json()["error"]["message"] and refused.headers["Retry-After"] == "7"
+    finally:
+        for sock in held:
+            sock.close()
+    assert until(lambda: api.deps.export_slots.streaming == 0)
+    assert api.get(f"/v1/download/{first}", key=None).status_code == 200
+
+
+def test_an_explorer_download_nobody_reads_is_cut_off(make_api, sheet, sessions, caplog):
+    api = make_api(None, export_limits=ExportLimits(stall_s=1.0))
+    buyer_id, _ = sheet
+    (ticket,) = download_tickets(api, sessions, buyer_id, 1)
+    with caplog.at_level(logging.INFO):
+        sock = stalled_client(api.base_url, f"/v1/download/{ticket}")
+        try:
+            assert until(lambda: aborts(caplog)[0], timeout=30), "the stalled download was never cut off"
+        finally:
+            sock.close()
+    assert "read nothing for 1 s" in aborts(caplog)[0][0].getMessage() and not aborts(caplog)[2]
+    assert until(lambda: api.deps.export_slots.streaming == 0)  # its memory and its slot freed

@@ -151,24 +151,23 @@ def test_no_explorer_without_a_signing_secret_outside_the_embedded_default(secre
 
 def test_the_explorer_download_neutralises_every_formula_cell(injected):  # noqa: F811
     """The records of test_csv_injection (every free-text field starting with each
-    formula character, through the real ingest) through the explorer's own
-    download, both merge modes."""
+    formula character, through the real ingest) through the explorer's download
+    (the API's `/v1/download/{ticket}`, issue 49 item 5), both merge modes."""
     from explorer import auth
-    from explorer.session import Account, ExplorerContext
-    from explorer.state import LineupsModel
-    from store.views.lineups import Lineups
+    from store.access import downloads
 
     api, _, rows = injected
-    context = ExplorerContext(api.sessions, Lineups(api.sessions), api.settings.signing_secrets(), api.base_url)
     with transaction(api.sessions) as session:
-        account = Account.open(context, auth.login(session, api.key))
-    model = LineupsModel(account)
+        identity = auth.login(session, api.key)
     for merge in ("all", "by_source"):
-        model.filters.merge = merge
-        text = asyncio.run(model.csv_file()).getvalue()
+        ticket = downloads.ticket_for(api.settings.signing_secrets(), identity.buyer_id, identity.key_id,
+                                      identity.session_id, {"merge": [merge]})
+        response = requests.get(f"{api.base_url}/v1/download/{ticket}", timeout=60)
+        assert response.status_code == 200, response.text
+        text = response.content
         assert text.startswith("\ufeff".encode())
         records = list(csv.DictReader(io.StringIO(text.decode("utf-8-sig"), newline="")))
-        assert len(records) == model.row_count
+        assert len(records) == len(api.get("/v1/lineups", params={"merge": merge, "limit": 500}).json()["data"])
         assert_cells_are_safe(records)
         assert expected_cells(rows) <= {cell for record in records for cell in record.values()}
         assert {r["source_name"] for r in records} == {"'+Injected Feed"}
