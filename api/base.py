@@ -190,11 +190,13 @@ class BaseHandler(RequestHandler):
 
     async def stream_csv(self, next_block: NextBlock) -> None:
         """Write a whole result as CSV (C9), a block at a time: `next_block()` runs on
-        the export executor and gives the next block's CSV text (at most
-        `store.views.lineups.BLOCK_ROWS` rows; None after the last), read and made there
+        the export executor and gives the next block's CSV text (`ExportLimits.
+        block_rows` rows; None after the last), read and made there
         (`Lineups.csv_blocks`: the driver's fetch, then Arrow kernels that release
-        the GIL) while the previous one is sent. Memory holds two blocks at most whatever the size
-        of the result, and a slow client slows only itself (share links, C8).
+        the GIL) while the previous one is sent, once the client has taken a piece of
+        it. Memory holds two small blocks at most whatever the size of the result,
+        and one while the client takes nothing (issue 49 item 6); a slow client slows
+        only itself (share links, C8).
 
         A client that takes nothing for `stall_s` seconds is cut off, and one that
         goes away ends the export: both are logged as an abort (INFO, status 499 in
@@ -211,15 +213,19 @@ class BaseHandler(RequestHandler):
         sent = 0
         try:
             while (body := await pending) is not None:
-                pending = block()
+                pending = None
                 for start in range(0, len(body), step):  # each piece must be taken within stall_s
                     self.write(body[start:start + step])
                     await self._sent()
                     sent += min(step, len(body) - start)
+                    if pending is None:  # the client reads: make the next block meanwhile
+                        pending = block()
+                if pending is None:  # an empty block
+                    pending = block()
         except (StreamClosedError, ExportStalled) as gone:
             self._abort(gone, sent)
         finally:
-            if not pending.done():  # the block being made is dropped, never left running into a closed request
+            if pending is not None and not pending.done():  # dropped, never left running into a closed request
                 await asyncio.wait([pending])
         self.finish()
 

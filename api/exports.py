@@ -4,7 +4,14 @@ An export holds memory while it streams (the block being sent, the next one bein
 made, the socket's buffers), so what a client can pin is bounded three ways:
 
 - concurrent exports per link, per buyer and per server process (`ExportLimits`):
-  one more is refused with 429 RATE_LIMITED and `Retry-After` (`ExportSlots.taken`);
+  one more is refused with 429 RATE_LIMITED and `Retry-After` (`ExportSlots.taken`).
+  The last `reserved` of the process's slots are kept for buyers with no export
+  running, so that a few buyers' stalled exports cannot refuse everyone else's
+  (issue 49 item 6: 16 stalled exports of three buyers answered every other buyer
+  429);
+- memory per export: the result is read `block_rows` rows at a time, and the next
+  block is made only once the client has taken some of the current one, so that an
+  export whose client reads nothing holds one small block (`BaseHandler.stream_csv`);
 - progress: a client that reads nothing for `stall_s` seconds is cut off
   (`BaseHandler.stream_csv`), and its export's memory is freed;
 - a client that goes away ends its export quietly: an INFO line, status 499 in the
@@ -33,8 +40,12 @@ class ExportLimits:
     per_link: int = 3
     per_buyer: int = 6
     per_process: int = 16
+    #: Of `per_process`, slots that only a buyer with no export running may take.
+    reserved: int = 4
     #: Seconds a client may read nothing before its export is cut off.
-    stall_s: float = 30.0
+    stall_s: float = 10.0
+    #: Rows read and made into CSV at a time (about 250 bytes each).
+    block_rows: int = 2_000
     #: `Retry-After` (seconds) of an export refused for being one too many.
     retry_after_s: int = 10
     #: Bytes handed to the connection at a time; each must be taken by the client
@@ -77,7 +88,9 @@ class ExportSlots:
                 full = f"this link has {limits.per_link} downloads running"
             elif self._buyers[buyer_id] >= limits.per_buyer:
                 full = f"this account has {limits.per_buyer} downloads running"
-            elif self._all >= limits.per_process:
+            elif self._all >= limits.per_process or (
+                self._buyers[buyer_id] and self._all >= limits.per_process - limits.reserved
+            ):
                 full = "the server has as many downloads running as it takes"
             else:
                 self._links[link_id] += 1

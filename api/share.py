@@ -89,7 +89,9 @@ class ShareHandler(BaseHandler):
             return self.finish()
         # On the export threads, which are not the API's: a block waits there for a view
         # being built (a change landing in the middle of the export).
-        blocks = self.deps.lineups.csv_blocks(export.buyer_id, export.query, export.feeds, wait=builds.WAIT_S)
+        blocks = self.deps.lineups.csv_blocks(
+            export.buyer_id, export.query, export.feeds, size=self.deps.export_slots.limits.block_rows, wait=builds.WAIT_S,
+        )
         with self.deps.export_slots.taken(export.slot, export.buyer_id):  # 429 beyond (issue 16 item 2)
             await self.stream_csv(lambda: next(blocks, None))
 

@@ -11,6 +11,7 @@ holds its export open.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import socket
@@ -130,7 +131,7 @@ def test_one_export_too_many_of_a_link_or_buyer_is_429_with_retry_after(make_api
 
 
 def test_export_slots_count_per_link_buyer_and_process():
-    slots = ExportSlots(ExportLimits(per_link=1, per_buyer=2, per_process=3))
+    slots = ExportSlots(ExportLimits(per_link=1, per_buyer=2, per_process=3, reserved=0))
     with slots.taken("l1", "b1"), slots.taken("l2", "b1"):
         with pytest.raises(RateLimited, match="this link"):
             with slots.taken("l1", "b2"):
@@ -146,6 +147,25 @@ def test_export_slots_count_per_link_buyer_and_process():
     assert slots.streaming == 0
     with slots.taken("l1", "b1"):
         assert slots.streaming == 1
+
+
+def test_the_last_slots_of_the_process_are_kept_for_buyers_with_none_running():
+    """Issue 49 item 6: three buyers' 16 stalled exports took every slot of the
+    process, and every other buyer's links answered 429. A buyer's further exports
+    may not take the last `reserved` slots: a buyer with none running still gets one."""
+    slots = ExportSlots(ExportLimits(per_link=3, per_buyer=6, per_process=16, reserved=4))
+    with contextlib.ExitStack() as held:
+        for n in range(12):  # buyers a, b: six each, over links of three exports
+            held.enter_context(slots.taken(f"link-{n // 3}", "ab"[n // 6]))
+        with pytest.raises(RateLimited, match="the server"):
+            held.enter_context(slots.taken("link-c1", "c"))
+            held.enter_context(slots.taken("link-c2", "c"))  # c's second: not in the reserve
+        for buyer in ("d", "e", "f"):  # buyers with none running: one each, from the reserve
+            held.enter_context(slots.taken(f"link-{buyer}", buyer))
+        assert slots.streaming == 16
+        with pytest.raises(RateLimited, match="the server"):
+            held.enter_context(slots.taken("link-g", "g"))  # the process is full
+    assert slots.streaming == 0
 
 
 def download_tickets(api, sessions, buyer_id: str, sign_ins: int) -> list[str]:
