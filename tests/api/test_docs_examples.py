@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from api.app import api_routes
 from api.openapi import openapi_json
 from tests.production.conftest import LINEUPS, ROOT, Served, store_env
 from tests.waiting import until
@@ -33,10 +34,12 @@ NOT_ROUTES = {"/v1/<key>"}
 
 
 def route_patterns() -> list[re.Pattern]:
-    """A pattern for each path of the OpenAPI document: a parameter is one segment
-    (a share token may end in `.csv`, docs/share-links.md)."""
+    """A pattern for each path of the OpenAPI document (a parameter is one segment; a
+    share token may end in `.csv`, docs/share-links.md) and for each route the API
+    serves outside it (the explorer's download tickets, `/v1/download/{ticket}`)."""
     paths = json.loads(openapi_json("http://127.0.0.1"))["paths"]
-    return [re.compile("^" + re.sub(r"\\\{[^}]*\\\}", r"[^/]+", re.escape(path)) + "$") for path in paths]
+    documented = [re.compile("^" + re.sub(r"\\\{[^}]*\\\}", r"[^/]+", re.escape(path)) + "$") for path in paths]
+    return documented + [re.compile(f"^{route}$") for route, *_ in api_routes(deps=None)]
 
 
 def doc_paths() -> list[tuple[str, int, str]]:

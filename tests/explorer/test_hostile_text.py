@@ -59,7 +59,7 @@ _INJECTED = """() => {
     for (const el of root.querySelectorAll('*')) {
       const tag = el.tagName.toLowerCase();
       const made = Array.from(el.attributes || []).filter(
-        a => (a.name.startsWith('on') || ['class', 'src', 'href', 'style'].includes(a.name)) && /pwned/.test(a.value));
+        a => (a.name.startsWith('on') || ['class', 'src', 'style'].includes(a.name)) && /pwned/.test(a.value));
       if (made.length) found.push(tag + ' ' + made.map(a => a.name + '=' + a.value).join(' ').slice(0, 120));
       if (MARKUP.includes(tag) && /pwned/.test(el.textContent)) found.push(tag + ': ' + el.textContent.slice(0, 80));
       if (tag === 'a' && /^\\s*javascript:/i.test(el.getAttribute('href') || '')) found.push('link ' + el.outerHTML.slice(0, 120));
