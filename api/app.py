@@ -6,6 +6,7 @@ read from the views kept in the store, `store.views.lineups.Lineups`) and
 hands them to every handler through `initialize()`. Routes:
 
     GET /v1/lineups                     lineup records, JSON or CSV (C3, C4, C9)
+    GET /v1/lineups/changes             the change feed of a query (issue 46)
     GET /v1/lineups/{id}/provenance     how one merged row was made (C2)
     GET /v1/sources                     the buyer's feeds (C7)
     GET /v1/schema/{sourceId}           a feed's fields and coverage (C7)
@@ -34,6 +35,7 @@ from api.redaction import redact
 from api.exports import ExportLimits, ExportSlots
 from api.cursors import CursorCodec
 from api.handlers import (
+    ChangesHandler,
     HealthHandler,
     LineupsHandler,
     OpenApiHandler,
@@ -57,6 +59,7 @@ def api_routes(deps: Dependencies) -> list[tuple[str, type[RequestHandler], dict
     args = {"deps": deps}
     return [
         (r"/v1/lineups", LineupsHandler, args),
+        (r"/v1/lineups/changes", ChangesHandler, args),
         (r"/v1/lineups/([^/]+)/provenance", ProvenanceHandler, args),
         (r"/v1/sources", SourcesHandler, args),
         (r"/v1/schema/([^/]+)", SchemaHandler, args),

@@ -27,6 +27,7 @@ from store.access.accounts import FeedVersion
 from store.errors import ValidationError
 from store.intake.feeds import feed_dict, is_uuid
 from store.reference.taxonomy import default_taxonomy
+from store.views.change_feed import FeedPosition
 from store.views.lineups import visible_feeds
 
 #: C7: the fields of a source record, in this order.
@@ -35,6 +36,8 @@ SOURCE_FIELDS = (
     "coverage_rating", "commodity_rating", "commercial_rating",
 )
 PROVENANCE_PARAMS = ("merge", "source")
+#: What change-feed cursors are bound to beside the buyer and query (not a /v1/lineups format).
+CHANGES = "changes"
 
 
 def parse(args: dict[str, list[str]]):
@@ -66,6 +69,24 @@ def next_url(base_url: str, args: Mapping[str, list[str]], cursor: str) -> str:
     """The URL of the next page: these arguments with the new cursor."""
     pairs = [(k, v) for k, values in args.items() if k != "cursor" for v in values]
     return f"{base_url}/v1/lineups?{urlencode([*pairs, ('cursor', cursor)])}"
+
+
+class ChangesHandler(BaseHandler):
+    """GET /v1/lineups/changes: the change feed of a /v1/lineups query (issue 46):
+    its rows first, then what changed, as upserts and deletes, a page at a time
+    (`store.views.change_feed`). Takes every parameter of /v1/lineups, parsed and
+    refused the same way (C5); the cursor is signed and bound to the buyer and the
+    query, like C4's."""
+
+    async def get(self) -> None:
+        query, limit, cursor = parse(self.query_args())
+        if query.format != "json":
+            raise ValidationError.parameter("format", "the change feed is JSON only")
+        bound_to = binding(f"{self.buyer_id}\n{query.key()}", CHANGES)
+        position = FeedPosition.from_json(self.deps.cursors.decode(cursor, bound_to)) if cursor else None
+        page = await self.blocking(self.deps.lineups.changes, self.buyer_id, query, position, limit, self.entitled)
+        next_cursor = self.deps.cursors.encode(page.next.to_json(), bound_to)
+        self.send_json(render.changes_page(page.items, next_cursor, page.caught_up))
 
 
 class ProvenanceHandler(BaseHandler):

@@ -91,6 +91,16 @@ def json_page(rows: Sequence[Sequence[Any]], next_cursor: str | None) -> bytes:
     return dumps({"data": records(rows), "next_cursor": next_cursor, "nextCursor": next_cursor})
 
 
+def changes_page(items: Sequence[tuple[str, Any]], next_cursor: str, caught_up: bool) -> bytes:
+    """The /v1/lineups/changes JSON body (issue 46): `data`, each item `{"op":
+    "upsert", "row": {C1 row}}` or `{"op": "delete", "id": …}` in order, `next_cursor`
+    (never null; alias `nextCursor`) and `caught_up`. Rows are rendered as a page's
+    (`records`), together."""
+    rows = iter(records([row for op, row in items if op == "upsert"]))
+    data = [{"op": "upsert", "row": next(rows)} if op == "upsert" else {"op": "delete", "id": value} for op, value in items]
+    return dumps({"data": data, "next_cursor": next_cursor, "nextCursor": next_cursor, "caught_up": caught_up})
+
+
 # ---------------------------------------------------------------- CSV
 # One CSV writer for the API, share links and the explorer: `store.views.csvtext`.
 csv_header = csvtext.csv_header

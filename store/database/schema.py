@@ -274,6 +274,14 @@ class MergedView(Base):
     built_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
     #: When no buyer could read it any longer; it is dropped after the retention.
     unused_since: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    #: The view's own sequence number: bumped by every write that changes its rows,
+    #: under the lock that write holds on the view, so that the order of its
+    #: `view_changes` is the order of their commits (issue 46's change feed).
+    seq: Mapped[int] = mapped_column(BigInteger, default=0)
+    #: Random, drawn anew when the view is made and whenever its rows are written
+    #: whole: a change-feed cursor of another generation has expired (ids of dropped
+    #: views can come back on SQLite).
+    generation: Mapped[str] = mapped_column(String(32), default=lambda: uuid.uuid4().hex)
 
     __table_args__ = (UniqueConstraint("mode", "feed_set", name="uq_merged_views_mode_set"),)
 
@@ -363,6 +371,27 @@ class VesselChange(Base):
     port_unlocode: Mapped[str | None] = mapped_column(String(5))
 
     __table_args__ = (Index("ix_vessel_changes_feed_version", "feed_id", "version"),)
+
+
+class ViewChange(Base):
+    """What one write of a view changed (`store.views.changes`), under the view's
+    sequence number `seq`: a (vessel key, port) pair whose rows were written
+    (`row_id` None), or the id of a row that left the view (`row_id`, with its
+    pair); in the `by_source` view, of the feed `source_id` (else ""). A pair with
+    `vessel_key` None says "the feed's rows were written whole": cursors of that feed
+    that are older have expired. Kept for `changes.RETENTION`."""
+
+    __tablename__ = "view_changes"
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    view_id: Mapped[int] = mapped_column(ForeignKey("merged_views.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(BigInteger)
+    source_id: Mapped[str] = mapped_column(String(36), default="")
+    vessel_key: Mapped[str | None] = mapped_column(String(220))
+    port_unlocode: Mapped[str | None] = mapped_column(String(5))
+    row_id: Mapped[str | None] = mapped_column(_ID)
+    noted_at: Mapped[dt.datetime] = mapped_column(DateTime)
+
+    __table_args__ = (Index("ix_view_changes_view_seq", "view_id", "seq"),)
 
 
 class ServiceSetting(Base):

@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from store.access.accounts import ENTITLED
 from store.database import db
 from store.database.db import sqlite_busy_timeout, sqlite_page_cache, transaction
-from store.database.schema import Buyer, MergedRow, MergedView, Subscription
+from store.database.schema import Buyer, MergedRow, MergedView, Subscription, ViewChange
 from store.fields import stored_now
 from store.views import upkeep
 from store.views.upkeep import BY_SOURCE, MODES, ViewKey
@@ -253,6 +253,7 @@ def prune(session: Session, retention: dt.timedelta = RETENTION) -> int:
             view.unused_since = now
         elif now - view.unused_since >= retention:
             session.execute(delete(MergedRow).where(MergedRow.view_id == view.id))
+            session.execute(delete(ViewChange).where(ViewChange.view_id == view.id))
             session.delete(view)
             dropped += 1
     session.flush()

@@ -22,7 +22,6 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, Awaitable, Callable, Iterator, Sequence, TypeVar
 
 from store.frames import pd
@@ -39,8 +38,10 @@ from store.views.query import DEFAULT_LIMIT, LineupQuery, Position
 from store.merging.records import load_identities, load_records_where, name_keys_of
 from store.database.schema import Feed, MergedRow, MergedView, Record
 from store.reference.taxonomy import Taxonomy, default_taxonomy
-from store.views import builds, sql, upkeep
+from store.views import builds, change_feed, sql, upkeep
+from store.views.change_feed import ChangesPage, FeedPosition
 from store.views.csvtext import csv_of_columns
+from store.views.pages import Page, read_page
 from store.views.stored import arrow_columns, frame_of
 
 log = logging.getLogger("lineups.views")
@@ -78,22 +79,6 @@ async def patiently(ask: Callable[[], Awaitable[T]], wait: float = builds.WAIT_S
         except builds.ViewBusy as busy:
             last = busy
     raise AssertionError("an endless loop ended")
-
-
-@dataclass(frozen=True)
-class Page:
-    """One page of a result: its rows as read (tuples in `READ_COLUMNS` order, what
-    the JSON and CSV writers take) and the position of its last row when another
-    page follows (C4), else None; `rows` is the same page as a frame (C1 columns,
-    merge-engine dtypes: the explorer's tables, `Lineups.frame`), made when first
-    asked for."""
-
-    records: list[tuple]
-    next: Position | None
-
-    @cached_property
-    def rows(self) -> pd.DataFrame:
-        return frame_of(self.records)
 
 
 @dataclass(frozen=True)
@@ -176,20 +161,24 @@ class Lineups:
         `wait` for a view being built: this object's `wait` unless given."""
 
         def work(session: Session, target: sql.Target) -> Page:
-            sparse = sql.is_sparse(session, query, self.taxonomy, target)
-            # Reads of the views run on the session's connection, as Core statements
-            # (here and below): the ORM's handling, which a statement of columns does
-            # not need, cost ~45 µs a statement and more a row (in process, 600
-            # distinct first pages 3.08 -> 2.90 ms of CPU each; a share link's 63,561
-            # rows read in 0.57 s instead of 0.83 s).
-            statement = sql.page_statement(query, self.taxonomy, target, after, limit + 1, sparse)
-            rows = session.connection().execute(*statement).all()
-            more = len(rows) > limit
-            rows = rows[:limit]
-            following = sql.position(rows[-1][-1], rows[-1][0]) if more else None
-            return Page([row[:-1] for row in rows], following)
+            return read_page(session, query, self.taxonomy, target, after, limit)
 
         return self._in_views(buyer_id, query, entitled, work, None, wait) or Page([], None)
+
+    def changes(
+        self, buyer_id: str, query: LineupQuery, position: FeedPosition | None, limit: int = DEFAULT_LIMIT,
+        entitled: Sequence[FeedVersion] | None = None, wait: float | None = None,
+    ) -> ChangesPage:
+        """The change feed's page of `query` after `position` (None: the first), at
+        most `limit` items (`store.views.change_feed`); in the view the buyer reads
+        now, found as every read finds it. Raises ValidationError for a position the
+        feed can no longer serve exactly (`change_feed.expired`)."""
+
+        def work(session: Session, target: sql.Target) -> ChangesPage:
+            return change_feed.read(session, target, query, self.taxonomy, position, limit)
+
+        found = self._in_views(buyer_id, query, entitled, work, None, wait)
+        return found if found is not None else change_feed.without_feeds(position)
 
     def count(self, buyer_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None) -> int:
         """How many rows `query`'s whole result has."""

@@ -44,7 +44,7 @@ from sqlalchemy.orm import aliased
 from store.views.query import LineupQuery, Position
 from store.database.schema import MergedRow
 from store.reference.taxonomy import Taxonomy
-from store.views.stored import LAST, READ_COLUMNS, fold
+from store.views.stored import LAST, READ_COLUMNS, fold, of_pairs
 
 _FIRST = np.iinfo(np.int64).min
 #: The columns a read takes (`READ_COLUMNS`), in that order.
@@ -229,6 +229,20 @@ def _where(query: LineupQuery, taxonomy: Taxonomy, target: Target, by_commodity:
         else:
             clauses.append(_not_beaten(row, query, taxonomy, target))
     return clauses
+
+
+def pair_statements(
+    query: LineupQuery, taxonomy: Taxonomy, target: Target, pairs: Sequence[tuple[str, str]], dialect: str
+) -> tuple[Select, Select]:
+    """Two statements over the reader's rows of the (vessel key, port) `pairs` in the
+    view (a change feed's page, issue 46): every row's (vessel key, port, id), and the
+    rows (`READ_COLUMNS`) of `query`'s result, filters and `latest` (C3) included:
+    `latest` ranks a row among its pair's rows only, so a pair's part of the result is
+    its own."""
+    of_these = of_pairs(MergedRow.vessel_key, MergedRow.port_unlocode, pairs, dialect)
+    present = select(MergedRow.vessel_key, MergedRow.port_unlocode, MergedRow.id).where(*within(MergedRow, target), of_these)
+    result = select(*_READ).where(*_where(query, taxonomy, target), of_these).order_by(MergedRow.sort_key, MergedRow.id)
+    return present, result
 
 
 def _after_values(after: Position | None) -> dict[str, object]:

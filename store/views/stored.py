@@ -10,6 +10,7 @@ shaped like the merge engine's output, which the JSON and CSV renderers take.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from typing import Collection, Iterator, Sequence
 
 import numpy as np
@@ -155,12 +156,26 @@ def copy_rows(connection: Connection, from_view: int, to_view: int) -> int:
     return connection.execute(statement, {"to_view": to_view, "from_view": from_view}).rowcount
 
 
+@dataclass(frozen=True)
+class Rewrite:
+    """What `replace_pair_rows` did: the rows it deleted and inserted (`removed`,
+    `written`); the (vessel key, port) pairs of every row it inserted, updated or
+    deleted (`pairs`); the ids that left the view, each with its pair (`gone`: (vessel
+    key, port, id) of a deleted row whose id no new row has). The change feed's record
+    (`store.views.changes`)."""
+
+    removed: int
+    written: int
+    pairs: frozenset[tuple[str, str]]
+    gone: frozenset[tuple[str, str, str]]
+
+
 def replace_pair_rows(
     connection: Connection, view_id: int, pairs: Sequence[tuple[str, str]], merged: pd.DataFrame,
     sources: frozenset[str] | None = None,
-) -> tuple[int, int]:
+) -> Rewrite:
     """Bring the view's rows of the (vessel key, port) `pairs` to `merged`, the merge of
-    those pairs' records; returns `(removed, written)`, the rows deleted and inserted.
+    those pairs' records; returns what changed (`Rewrite`).
 
     Only what differs is written: a daily update of 1,000 records merges again ~2,100
     rows of each `all` view of 1,000,000 records, and more than half come out as they
@@ -178,8 +193,14 @@ def replace_pair_rows(
     feed's latest), and only their rows are read and replaced; the other feeds'
     rows of the pairs are not touched."""
     new = list(table_rows(view_id, merged, by_feed=sources is not None)[1])
-    stored = _stored_rows(connection, view_id, pairs, sources, whole={(row[_SORT], row[_ID]) for row in new})
-    return _write_changes(connection, view_id, stored, new)
+    stored, pair_of = _stored_rows(connection, view_id, pairs, sources, whole={(row[_SORT], row[_ID]) for row in new})
+    keys = {(row[_SORT], row[_ID]) for row in new}
+    changed = {(row[_VESSEL], row[_PORT]) for row in new if stored.get((row[_SORT], row[_ID])) != row}
+    left = [key for key in stored if key not in keys]
+    ids = {row[_ID] for row in new}
+    gone = frozenset((*pair_of[key], key[1]) for key in left if key[1] not in ids)
+    removed, written = _write_changes(connection, view_id, stored, new)
+    return Rewrite(removed, written, frozenset(changed | {pair_of[key] for key in left}), gone)
 
 
 def _write_changes(
@@ -238,6 +259,7 @@ _MOVES = 100
 
 #: Positions in `COLUMNS` of the primary key's row parts, and of the columns an update may set.
 _SORT, _ID = COLUMNS.index("sort_key"), COLUMNS.index("id")
+_VESSEL, _PORT = COLUMNS.index("vessel_key"), COLUMNS.index("port_unlocode")
 _UPDATABLE = tuple(i for i, name in enumerate(COLUMNS) if name not in ("view_id", "sort_key", "id"))
 
 
@@ -273,12 +295,12 @@ def _of_pairs(pairs: list[tuple[str, str]], dialect: str):
 def _stored_rows(
     connection: Connection, view_id: int, pairs: Sequence[tuple[str, str]], sources: frozenset[str] | None,
     whole: Collection[tuple[int, str]],
-) -> dict[tuple[int, str], tuple | None]:
+) -> tuple[dict[tuple[int, str], tuple | None], dict[tuple[int, str], tuple[str, str]]]:
     """The view's stored rows of `pairs` (of the feeds `sources`, when given): each
     row's key (sort key, id) to the whole row in `COLUMNS` order where the key is in
     `whole` (a key that a new row has: its row is compared), else to None where
-    only the key is read (a row gone or moved is deleted by its key). The (view,
-    vessel, port, source) index finds them.
+    only the key is read (a row gone or moved is deleted by its key); and each key to
+    its row's (vessel key, port). The (view, vessel, port, source) index finds them.
 
     On SQLite in two steps: the keys from the index alone (it holds the primary key
     beside its own columns), then each row of `whole` by its key. Asked in one
@@ -291,7 +313,9 @@ def _stored_rows(
     statement of the whole rows, one round trip (two steps not measured there)."""
     table = MergedRow.__table__
     sqlite = connection.dialect.name == "sqlite"
-    wanted = (table.c.sort_key, table.c.id) if sqlite else tuple(table.c[name] for name in COLUMNS)
+    # The index holds the pair beside the key: SQLite's first step reads it there too.
+    keyed = (table.c.sort_key, table.c.id, table.c.vessel_key, table.c.port_unlocode)
+    wanted = keyed if sqlite else tuple(table.c[name] for name in COLUMNS)
     statement = select(*wanted).where(table.c.view_id == view_id)
     if sources is not None:
         statement = statement.where(table.c.source_id.in_(sorted(sources)))
@@ -299,14 +323,16 @@ def _stored_rows(
     for chunk in pair_chunks(pairs):
         found += [tuple(row) for row in connection.execute(statement.where(_of_pairs(chunk, connection.dialect.name)))]
     if not sqlite:
-        return {(row[_SORT], row[_ID]): row for row in found}
+        return {(row[_SORT], row[_ID]): row for row in found}, {
+            (row[_SORT], row[_ID]): (row[_VESSEL], row[_PORT]) for row in found
+        }
     by_key = f"SELECT {', '.join(COLUMNS)} FROM merged_rows WHERE view_id = ? AND sort_key = ? AND id = ?"
     cursor = connection.connection.cursor()
     try:
         return {
             key: cursor.execute(by_key, (view_id, *key)).fetchone() if key in whole else None
-            for key in found
-        }
+            for key in ((sort_key, row_id) for sort_key, row_id, _, _ in found)
+        }, {(sort_key, row_id): (vessel, port) for sort_key, row_id, vessel, port in found}
     finally:
         cursor.close()
 

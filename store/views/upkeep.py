@@ -49,7 +49,7 @@ from store.fields import stored_now
 from store.merging.merge_plan import NAT, nanos
 from store.merging.resolve import Identities
 from store.database.schema import Feed, MergedRow, MergedView, Record
-from store.views import changelog
+from store.views import changelog, changes
 from store.views.merges import Merges, Pair
 from store.views.stored import copy_rows, insert_rows, replace_pair_rows, table_rows
 
@@ -112,13 +112,18 @@ def bring_up_to_date(session: Session, view: MergedView, merges: Merges | None =
     if view.state == "ready" and view.versions == current:
         return "current"
     update = _update_by_source if view.mode == "by_source" else _update_all
-    how = update(session, view, current, merges or Merges(session))
+    written = changes.Written()
+    how = update(session, view, current, merges or Merges(session), written)
+    if view.state == "ready":  # a new view has no change-feed readers yet
+        changes.note(session, view, written)
     view.versions, view.state, view.built_at = current, "ready", stored_now()
     session.flush()
     return how
 
 
-def _update_all(session: Session, view: MergedView, current: dict[str, int], merges: Merges) -> str:
+def _update_all(
+    session: Session, view: MergedView, current: dict[str, int], merges: Merges, written: changes.Written
+) -> str:
     start = None
     if view.state == "ready":
         touched, rows = changelog.touched(session, view, current), view.row_count
@@ -130,21 +135,29 @@ def _update_all(session: Session, view: MergedView, current: dict[str, int], mer
         touched, loaded, identities = merges.widened(view, touched)
     if touched is not None and len(touched) <= INCREMENTAL_SHARE * max(rows, 1):
         if start is None:
-            _merge_pairs(session, view, touched, merges, loaded, identities)
+            _merge_pairs(session, view, touched, merges, written, loaded, identities)
             return "incremental"
         with sqlite_page_cache(session):
             _copy(session, view, start)
-            _merge_pairs(session, view, touched, merges, loaded, identities)
+            _merge_pairs(session, view, touched, merges, written, loaded, identities)
         return "derived"
+    listed = view.state == "ready" and view.row_count <= changes.LISTED_ROWS
+    before = changes.keys(session, view.id) if listed else set()
     with sqlite_page_cache(session):
         removed = session.execute(delete(MergedRow).where(MergedRow.view_id == view.id)).rowcount
         _write(session, view, merges.rows(view))
         _analyze(session, view.row_count)
+    if listed:
+        written.add_whole(before, changes.keys(session, view.id))
+    else:
+        written.whole.add(changes.EVERY_FEED)
     merges.written += removed + view.row_count
     return "full"
 
 
-def _update_by_source(session: Session, view: MergedView, current: dict[str, int], merges: Merges) -> str:
+def _update_by_source(
+    session: Session, view: MergedView, current: dict[str, int], merges: Merges, written: changes.Written
+) -> str:
     """Bring the `by_source` view to `current` (every feed's version) a feed at a
     time: a feed's rows are its own merge (C2.6), so a change of one feed touches
     only its rows, and a feed the view does not hold yet (new to the store, or the
@@ -163,10 +176,14 @@ def _update_by_source(session: Session, view: MergedView, current: dict[str, int
         touched = changelog.feed_touched(session, feed_id, since, current[feed_id])
         if touched is not None:
             touched = {(vessel, port) for vessel, port in touched if port is not None}
-            _merge_pairs(session, view, touched, merges, sources=frozenset({feed_id}))
+            _merge_pairs(session, view, touched, merges, written, sources=frozenset({feed_id}))
             continue
         how = "full"
         removed = 0
+        # Rows readers may hold (the feed was in the view): listed when few, else
+        # their cursors expire.
+        listed = since is not None and not fresh and view.row_count <= changes.LISTED_ROWS
+        before = changes.keys(session, view.id, feed_id) if listed else set()
         with sqlite_page_cache(session):
             if since is not None:
                 removed = session.execute(
@@ -176,6 +193,10 @@ def _update_by_source(session: Session, view: MergedView, current: dict[str, int
             inserted = _insert(session, view, rows)
             view.row_count += inserted - removed
             merges.written += removed + inserted
+        if listed:
+            written.add_whole(before, changes.keys(session, view.id, feed_id), feed_id)
+        elif since is not None and not fresh:
+            written.whole.add(feed_id)
         view.max_span = max(view.max_span, _max_span(rows))
     if fresh:
         _analyze(session, view.row_count)
@@ -268,20 +289,23 @@ def _merge_pairs(
     view: MergedView,
     touched: set[Pair],
     merges: Merges,
+    written: changes.Written,
     loaded: frozenset[Pair] | None = None,
     identities: Identities | None = None,
     sources: frozenset[str] | None = None,
 ) -> None:
     """Merge again the records of the `touched` (vessel key, port) pairs and replace
-    their rows; `loaded`, when given, are the pairs whose records make those rows
-    (issue 19: name-only records resolved to an IMO), `identities` the view's;
-    `sources`, in the `by_source` view, the feed whose rows these are."""
+    their rows, noting what changed in `written`; `loaded`, when given, are the pairs
+    whose records make those rows (issue 19: name-only records resolved to an IMO),
+    `identities` the view's; `sources`, in the `by_source` view, the feed whose rows
+    these are."""
     if not touched:
         return
     rows = merges.rows(view, loaded if loaded is not None else frozenset(touched), identities, sources)
-    removed, written = replace_pair_rows(session.connection(), view.id, sorted(touched), rows, sources)
-    view.row_count += written - removed
-    merges.written += removed + written
+    rewrite = replace_pair_rows(session.connection(), view.id, sorted(touched), rows, sources)
+    written.add(rewrite, next(iter(sources)) if sources else changes.EVERY_FEED)
+    view.row_count += rewrite.written - rewrite.removed
+    merges.written += rewrite.removed + rewrite.written
     view.max_span = max(view.max_span, _max_span(rows))
 
 
