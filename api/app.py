@@ -8,6 +8,7 @@ hands them to every handler through `initialize()`. Routes:
     GET /v1/lineups                     lineup records, JSON or CSV (C3, C4, C9)
     GET /v1/lineups/changes             the change feed of a query (issue 46)
     GET /v1/lineups/{id}/provenance     how one merged row was made (C2)
+    GET /v1/lineups/{id}/history        the record versions behind a row (issue 46)
     GET /v1/sources                     the buyer's feeds (C7)
     GET /v1/schema/{sourceId}           a feed's fields and coverage (C7)
     GET /v1/openapi.json                this API described (no key needed)
@@ -37,6 +38,7 @@ from api.cursors import CursorCodec
 from api.handlers import (
     ChangesHandler,
     HealthHandler,
+    HistoryHandler,
     LineupsHandler,
     OpenApiHandler,
     ProvenanceHandler,
@@ -61,6 +63,7 @@ def api_routes(deps: Dependencies) -> list[tuple[str, type[RequestHandler], dict
         (r"/v1/lineups", LineupsHandler, args),
         (r"/v1/lineups/changes", ChangesHandler, args),
         (r"/v1/lineups/([^/]+)/provenance", ProvenanceHandler, args),
+        (r"/v1/lineups/([^/]+)/history", HistoryHandler, args),
         (r"/v1/sources", SourcesHandler, args),
         (r"/v1/schema/([^/]+)", SchemaHandler, args),
         (r"/v1/openapi\.json", OpenApiHandler, args),

@@ -101,6 +101,19 @@ class ProvenanceHandler(BaseHandler):
         self.send_json(await self.blocking(self.deps.lineups.explain, self.buyer_id, row_id, query, self.entitled))
 
 
+class HistoryHandler(BaseHandler):
+    """GET /v1/lineups/{id}/history: the stored versions of every record a merged row
+    merges, oldest first, with when each was replaced (issue 46): how a call's ETA
+    slipped. Same parameters and rules as provenance: an id not in the buyer's view
+    is 404."""
+
+    async def get(self, row_id: str) -> None:
+        args = self.query_args()
+        self.only_params(args, PROVENANCE_PARAMS)
+        query = parse(args)[0]
+        self.send_json(await self.blocking(self.deps.lineups.history, self.buyer_id, row_id, query, self.entitled))
+
+
 class SourcesHandler(BaseHandler):
     """GET /v1/sources: the feeds with an active or trial subscription, by name (C7)."""
 

@@ -174,6 +174,20 @@ def _paths() -> dict[str, Any]:
     })
     paths = {
         "/v1/lineups": _operation("Lineup records of the buyer's feeds, merged, filtered, paged", lineups, filters, all_errors, operationId="listLineups"),
+        "/v1/lineups/changes": _operation(
+            "The change feed of a /v1/lineups query: its rows, then what changed", _ok("A page of changes.", _json("ChangesPage")),
+            filters[:-1], all_errors, operationId="listLineupChanges",
+            description="Without a cursor: the query's current rows in pages, each `{\"op\": \"upsert\", \"row\": …}`. "
+            "With the last `next_cursor`: what changed since, in commit order, `upsert` for a row new or changed and "
+            "`delete` for a row that left the result. Apply every item in order (upsert by id, delete by id) and you "
+            "hold exactly what /v1/lineups returns. `caught_up` is true when nothing more waits. A cursor the service "
+            "can no longer serve exactly (older than 7 days, or after the buyer's feeds changed) is 400 with "
+            "`details.reason` `cursor_expired`: start again without a cursor.",
+        ),
+        "/v1/lineups/{id}/history": _operation(
+            "The stored versions of the records behind one merged row", _ok("The row's record versions.", _json("History")),
+            ["rowId", "source", "merge"], all_errors, operationId="getHistory",
+        ),
         "/v1/lineups/{id}/provenance": _operation(
             "The stored records one merged row came from", provenance,
             ["rowId", "source", "merge"], all_errors, operationId="getProvenance",

@@ -78,6 +78,77 @@ def schemas() -> dict[str, Any]:
                 "nextCursor": nullable(text) | {"description": "The same value as next_cursor."},
             },
         },
+        "ChangesPage": {
+            "type": "object",
+            "required": ["data", "next_cursor", "nextCursor", "caught_up"],
+            "additionalProperties": False,
+            "properties": {
+                "data": {"type": "array", "items": ref("schemas", "Change")},
+                "next_cursor": text | {"description": "Cursor of the next call; never null: keep the last one."},
+                "nextCursor": text | {"description": "The same value as next_cursor."},
+                "caught_up": {"type": "boolean", "description": "True when nothing more is waiting now."},
+            },
+            "examples": [{
+                "data": [
+                    {"op": "delete", "id": "q3v6n2l7c4xkz0m9a8b1d5fh"},
+                    {"op": "upsert", "row": {"id": "t2m8c4kq7z1xv5b9n3l6d0ps", "port_unlocode": "BRSSZ", "eta": "2024-03-05T06:00:00Z"}},
+                ],
+                "next_cursor": ".eJyLVjI0MDAwMDQ0MjI1.Qx3Hc0kFqk2NCiJ9fVqb4yEk8aE",
+                "nextCursor": ".eJyLVjI0MDAwMDQ0MjI1.Qx3Hc0kFqk2NCiJ9fVqb4yEk8aE",
+                "caught_up": True,
+            }],
+        },
+        "Change": {
+            "oneOf": [
+                {
+                    "type": "object", "required": ["op", "row"], "additionalProperties": False,
+                    "properties": {"op": {"const": "upsert"}, "row": ref("schemas", "LineupRecord")},
+                },
+                {
+                    "type": "object", "required": ["op", "id"], "additionalProperties": False,
+                    "properties": {"op": {"const": "delete"}, "id": text},
+                },
+            ],
+        },
+        "History": {
+            "type": "object",
+            "required": ["id", "merge", "records"],
+            "properties": {
+                "id": text,
+                "merge": {"type": "string", "enum": ["all", "by_source"]},
+                "records": {"type": "array", "items": {
+                    "type": "object",
+                    "required": ["source_id", "source_name", "ref", "versions"],
+                    "properties": {
+                        "source_id": text, "source_name": text, "ref": text,
+                        "versions": {"type": "array", "items": {
+                            "type": "object",
+                            "required": ["version", "updated_at", "replaced_at"],
+                            "properties": {
+                                "version": {"type": "integer"},
+                                "updated_at": text, "replaced_at": nullable(text),
+                                "eta": nullable(text), "etb": nullable(text), "etd": nullable(text),
+                                "vessel_status": nullable(text), "quantity": nullable(number), "quantity_unit": nullable(text),
+                            },
+                        }},
+                    },
+                }},
+            },
+            "examples": [{
+                "id": "t2m8c4kq7z1xv5b9n3l6d0ps", "merge": "all",
+                "records": [{
+                    "source_id": "5d0c2a4e-8c1b-4f5e-9a7d-3b2e1f0a9c8d", "source_name": "Santos Lineups", "ref": "A1",
+                    "versions": [
+                        {"version": 1, "updated_at": "2024-02-20T08:00:00Z", "replaced_at": "2024-02-27T09:00:00Z",
+                         "eta": "2024-03-03T06:00:00Z", "etb": None, "etd": None, "vessel_status": "expected",
+                         "quantity": 65000, "quantity_unit": "MT"},
+                        {"version": 2, "updated_at": "2024-02-27T09:00:00Z", "replaced_at": None,
+                         "eta": "2024-03-05T06:00:00Z", "etb": None, "etd": None, "vessel_status": "expected",
+                         "quantity": 65000, "quantity_unit": "MT"},
+                    ],
+                }],
+            }],
+        },
         "Port": {
             "type": "object",
             "required": ["unlocode", "name", "country_name"],

@@ -34,6 +34,7 @@ from store.database.db import Reads, ReplicaBehind, is_replica
 from store.errors import Forbidden, NotFound
 from store.merging.explain import explain as explain_row
 from store.intake.feeds import is_uuid
+from store.intake.history import record_history
 from store.views.query import DEFAULT_LIMIT, LineupQuery, Position
 from store.merging.records import load_identities, load_records_where, name_keys_of
 from store.database.schema import Feed, MergedRow, MergedView, Record
@@ -46,6 +47,8 @@ from store.views.stored import arrow_columns, frame_of
 
 log = logging.getLogger("lineups.views")
 T = TypeVar("T")
+#: The fields of each record version that `Lineups.history` gives.
+HISTORY_FIELDS = ("version", "updated_at", "replaced_at", "eta", "etb", "etd", "vessel_status", "quantity", "quantity_unit")
 #: Rows per block of a whole-result read (exports, share links).
 BLOCK_ROWS = 20_000
 #: What a row id may be (C2.7: opaque and URL-safe; `store.merging.merge_ids` makes 24
@@ -227,44 +230,39 @@ class Lineups:
         records of the row's merge key (groups never cross one, C2.2). Raises
         NotFound when no visible row has that id, at once when `row_id` cannot be one
         (not `ROW_ID`: PostgreSQL refused a NUL in it with a 500, issue 49 item 9)."""
-        if not ROW_ID.fullmatch(row_id):
-            raise NotFound("No lineup row with that id: a row id is letters and digits (the `id` of /v1/lineups)")
+        _check_row_id(row_id)
+        return self._in_views(
+            buyer_id, query, entitled, lambda session, target: _explained(session, target, row_id, query), None
+        ) or _not_found(row_id)
+
+    def history(
+        self, buyer_id: str, row_id: str, query: LineupQuery, entitled: Sequence[FeedVersion] | None = None
+    ) -> dict[str, Any]:
+        """The revisions behind one merged row the buyer can see (issue 46): for each
+        record it merges (in provenance's order), every stored version oldest first,
+        with `updated_at`, `replaced_at` (None for the current one) and the fields
+        of a call that move (`HISTORY_FIELDS`). Same rules as `explain`."""
+        _check_row_id(row_id)
 
         def work(session: Session, target: sql.Target) -> dict[str, Any]:
-            hit = session.connection().execute(
-                select(
-                    MergedRow.vessel_key, MergedRow.port_unlocode, MergedRow.commodity_key, MergedRow.source_id,
-                    MergedView.feeds,
-                )
-                .join(MergedView, MergedView.id == MergedRow.view_id)
-                .where(*sql.within(MergedRow, target), MergedRow.id == row_id)
-            ).first()
-            if hit is None:
-                raise NotFound(f"No lineup row with id {row_id}")
-            vessel, port, commodity, source, feeds = hit
-            if query.merge == "by_source":  # a by_source row is its feed's own merge (C2.6)
-                feeds = [source]
-            where = Record.port_unlocode == port
-            identities = None
-            vessels = {vessel}
-            if query.merge == "all":  # issue 19: the row may hold name-only records resolved to its IMO
-                names = name_keys_of(session, feeds, [vessel]) if vessel.startswith("IMO") else set()
-                identities = load_identities(session, feeds, names | {vessel})
-                vessels |= identities.names_of().get(vessel, set())
-            records = load_records_where(
-                session, feeds, [Record.vessel_key.in_(sorted(vessels)) & where if vessel else where]
-            )
-            same = (records["port_unlocode"].astype(object) == port).to_numpy().copy()
-            if query.merge == "by_source":
-                # Groups never cross a merge key under by_source (C2.2); under all, rule 2
-                # joins commodities within one vessel and port, so all of those are read.
-                same &= (records["commodity_key"].astype(object) == commodity).to_numpy()
-            result = explain_row(row_id, records[same], query.merge, identities)
-            if result is None:
-                raise NotFound(f"No lineup row with id {row_id}")
-            return result
+            explained = _explained(session, target, row_id, query)
+            return {
+                "id": row_id,
+                "merge": query.merge,
+                "records": [
+                    {
+                        **{name: record[name] for name in ("source_id", "source_name", "ref")},
+                        "versions": [
+                            {name: version.get(name) for name in HISTORY_FIELDS}
+                            for version in record_history(session, record["source_id"], record["ref"])
+                        ],
+                    }
+                    for record in explained["records"]
+                ],
+            }
 
         return self._in_views(buyer_id, query, entitled, work, None) or _not_found(row_id)
+
 
     # ------------------------------------------------------------ the explorer's reads
     def rows_at(
@@ -380,3 +378,46 @@ def _on_postgresql(session: Session) -> bool:
 
 def _not_found(row_id: str):
     raise NotFound(f"No lineup row with id {row_id}")
+
+
+def _explained(session: Session, target: sql.Target, row_id: str, query: LineupQuery) -> dict[str, Any]:
+    """Provenance of the row `row_id` of the view `target` (`Lineups.explain`); raises
+    NotFound when the reader's rows have no such id."""
+    hit = session.connection().execute(
+        select(
+            MergedRow.vessel_key, MergedRow.port_unlocode, MergedRow.commodity_key, MergedRow.source_id,
+            MergedView.feeds,
+        )
+        .join(MergedView, MergedView.id == MergedRow.view_id)
+        .where(*sql.within(MergedRow, target), MergedRow.id == row_id)
+    ).first()
+    if hit is None:
+        raise NotFound(f"No lineup row with id {row_id}")
+    vessel, port, commodity, source, feeds = hit
+    if query.merge == "by_source":  # a by_source row is its feed's own merge (C2.6)
+        feeds = [source]
+    where = Record.port_unlocode == port
+    identities = None
+    vessels = {vessel}
+    if query.merge == "all":  # issue 19: the row may hold name-only records resolved to its IMO
+        names = name_keys_of(session, feeds, [vessel]) if vessel.startswith("IMO") else set()
+        identities = load_identities(session, feeds, names | {vessel})
+        vessels |= identities.names_of().get(vessel, set())
+    records = load_records_where(
+        session, feeds, [Record.vessel_key.in_(sorted(vessels)) & where if vessel else where]
+    )
+    same = (records["port_unlocode"].astype(object) == port).to_numpy().copy()
+    if query.merge == "by_source":
+        # Groups never cross a merge key under by_source (C2.2); under all, rule 2
+        # joins commodities within one vessel and port, so all of those are read.
+        same &= (records["commodity_key"].astype(object) == commodity).to_numpy()
+    result = explain_row(row_id, records[same], query.merge, identities)
+    if result is None:
+        raise NotFound(f"No lineup row with id {row_id}")
+    return result
+
+
+def _check_row_id(row_id: str) -> None:
+    """Raises NotFound at once for an id that cannot be a row's (not `ROW_ID`)."""
+    if not ROW_ID.fullmatch(row_id):
+        raise NotFound("No lineup row with that id: a row id is letters and digits (the `id` of /v1/lineups)")

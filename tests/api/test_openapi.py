@@ -49,8 +49,8 @@ def test_parameters_carry_the_c5_rules(document):
 
 def test_every_path_is_served(document):
     assert set(document.document["paths"]) == {
-        "/v1/lineups", "/v1/lineups/{id}/provenance", "/v1/sources", "/v1/schema/{sourceId}",
-        "/v1/openapi.json", "/healthz", "/v1/share/{token}",
+        "/v1/lineups", "/v1/lineups/changes", "/v1/lineups/{id}/provenance", "/v1/lineups/{id}/history",
+        "/v1/sources", "/v1/schema/{sourceId}", "/v1/openapi.json", "/healthz", "/v1/share/{token}",
     }
 
 
@@ -68,6 +68,11 @@ def test_responses_match_the_document(document, tiny_api, tiny):
         ("/v1/lineups", "/v1/lineups", {"source": tiny["c"]}, "default"),
         ("/v1/lineups", "/v1/lineups", {"source": str(uuid.uuid4())}, "default"),
         ("/v1/lineups", "/v1/lineups", {}, None),
+        ("/v1/lineups/changes", "/v1/lineups/changes", {"limit": "1"}, "default"),
+        ("/v1/lineups/changes", "/v1/lineups/changes", {"latest": "true", "merge": "by_source"}, "default"),
+        ("/v1/lineups/changes", "/v1/lineups/changes", {"cursor": cursor}, "default"),
+        ("/v1/lineups/{id}/history", f"/v1/lineups/{row_id}/history", {}, "default"),
+        ("/v1/lineups/{id}/history", "/v1/lineups/nope/history", {}, "default"),
         ("/v1/lineups", "/v1/lineups", {}, tiny["suspended_key"]),
         ("/v1/lineups/{id}/provenance", f"/v1/lineups/{row_id}/provenance", {}, "default"),
         ("/v1/lineups/{id}/provenance", "/v1/lineups/unknown/provenance", {}, "default"),
