@@ -180,6 +180,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "quality": ("cli.quality:quality", "Data quality reports."),
     "serve": ("cli.serve:serve", "Serve the REST API."),
     "subscription": ("cli.subscriptions:subscription", "Subscriptions of buyers to feeds."),
+    "sync": ("cli.sync:sync_command", "Bring FILE's table to the result of QUERY (as in a URL: port=NLRTM&latest=true) through the change feed, in one transaction."),
 }
 
 

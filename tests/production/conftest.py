@@ -59,8 +59,8 @@ def lineups(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.
 class Served:
     """A `lineups serve` process and its log."""
 
-    def __init__(self, env: dict[str, str], args: tuple[str, ...], log_path: Path, processes: int):
-        self.port = free_port()
+    def __init__(self, env: dict[str, str], args: tuple[str, ...], log_path: Path, processes: int, port: int | None = None):
+        self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.processes = processes
         self.log_path = log_path
@@ -183,8 +183,10 @@ def served(tmp_path):
     still running is stopped (SIGTERM, then SIGKILL) at the end of the test."""
     started: list[Served] = []
 
-    def start(env: dict[str, str], *args: str, processes: int = 1, wait: bool = True, explorer: bool = False) -> Served:
-        server = Served(env, args, tmp_path / f"serve-{len(started)}.log", processes)
+    def start(
+        env: dict[str, str], *args: str, processes: int = 1, wait: bool = True, explorer: bool = False, port: int | None = None,
+    ) -> Served:
+        server = Served(env, args, tmp_path / f"serve-{len(started)}.log", processes, port)
         started.append(server)
         if wait:
             server.wait_until_serving(explorer=explorer)
