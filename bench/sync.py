@@ -1,0 +1,101 @@
+"""A caught-up buyer's sync after a daily update, against a full download (issue 46:
+"after a 1,000-record daily update, a caught-up buyer's sync transfers the rows that
+changed, at most 3x their number, and takes <= 2 s"):
+
+    .venv/bin/python bench/sync.py [--records N] [--changes C] [--runs R] [--out FILE]
+
+On a store of `--records` records (`bench/dataset.py`, SQLite; default 100,000) behind a
+fresh `lineups serve`, the bench buyer's whole result (`merge=all`, no filter) is
+synced once into a SQLite file through the client (`client.Client.sync`). Then, `--runs`
+times: a daily update of `--changes` records of one feed (`dataset.changes`: half
+revisions, half new calls), the buyer's sync timed from its first request until the
+file is caught up, and a full download of the same result (`Client.lineups`) timed
+beside it. The rows that changed are counted by comparing the downloads before and
+after. Writes the figures as JSON (`--out`, default standard output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from dataset import build_store
+from dataset import changes as dataset_changes
+from mixed import start_server
+
+from client import Client
+from store.database.db import transaction
+from store.database.schema import Feed
+from store.intake import ingest
+
+
+def changed_rows(before: dict, after: dict) -> int:
+    """Rows new, gone or different between two downloads (by id)."""
+    return sum(1 for row_id in before.keys() | after.keys() if before.get(row_id) != after.get(row_id))
+
+
+def by_id(frame) -> dict:
+    return {row["id"]: row for row in frame.astype(object).where(frame.notna(), None).to_dict("records")}
+
+
+def measure(records: int, changes: int, runs: int, folder: Path) -> dict:
+    dataset = build_store(folder, records)
+    server, _ = start_server(dataset, folder, "sync-serve")
+    with server:
+        api = Client(server.base_url, dataset.api_key, progress=False)
+        path = folder / "local.sqlite"
+        started = time.perf_counter()
+        first = api.sync(str(path))
+        first_s = time.perf_counter() - started
+        before = by_id(api.lineups())
+        sessions = dataset.sessions()
+        rounds = []
+        for round_ in range(1, runs + 1):
+            with transaction(sessions) as session:
+                frame = dataset_changes(session, dataset.feed_ids[0], changes, round_)
+                ingest.upsert(session, session.get(Feed, dataset.feed_ids[0]), frame)
+            started = time.perf_counter()
+            report = api.sync(str(path))
+            sync_s = time.perf_counter() - started
+            started = time.perf_counter()
+            after = by_id(api.lineups())
+            download_s = time.perf_counter() - started
+            changed = changed_rows(before, after)
+            rounds.append({
+                "sync_s": sync_s, "download_s": download_s, "items": report.upserted + report.deleted,
+                "pages": report.pages, "changed_rows": changed, "result_rows": len(after),
+                "items_per_changed_row": (report.upserted + report.deleted) / max(changed, 1),
+                "file_equals_download": report.rows == len(after),
+            })
+            before = after
+    return {
+        "records": dataset.records, "changes": changes, "first_sync_s": first_s, "first_sync_rows": first.rows,
+        "rounds": rounds,
+        "sync_s_median": statistics.median(r["sync_s"] for r in rounds),
+        "download_s_median": statistics.median(r["download_s"] for r in rounds),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--changes", type=int, default=1_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-sync-") as folder:
+        figures = measure(args.records, args.changes, args.runs, Path(folder))
+    text = json.dumps(figures, indent=1)
+    if args.out is None:
+        print(text)
+    else:
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
