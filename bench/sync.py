@@ -63,8 +63,9 @@ def measure(records: int, changes: int, runs: int, folder: Path) -> dict:
             report = api.sync(str(path))
             sync_s = time.perf_counter() - started
             started = time.perf_counter()
-            after = by_id(api.lineups())
+            downloaded = api.lineups()
             download_s = time.perf_counter() - started
+            after = by_id(downloaded)
             changed = changed_rows(before, after)
             rounds.append({
                 "sync_s": sync_s, "download_s": download_s, "items": report.upserted + report.deleted,

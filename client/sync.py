@@ -29,6 +29,8 @@ from store.fields import RECORD_FIELDS
 
 #: The table of each synced table's query and cursor.
 STATE_TABLE = "lineups_sync"
+#: Items asked for per page of the change feed, unless `limit` is given.
+PAGE = 500
 #: Restarts (`cursor_expired`) one sync makes before it gives up.
 RESTARTS = 3
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
@@ -54,7 +56,9 @@ def sync(client, path: str, table: str = "lineups", parquet: str | None = None, 
     was) and ValueError for a table name that is not a plain identifier."""
     if not _NAME.fullmatch(table):
         raise ValueError(f"table must be a plain SQL identifier, not {table!r}")
-    query = json.dumps(query_params(filters), sort_keys=True)
+    # The page size is no part of the query the table follows (C4: it may vary).
+    filters = {"limit": PAGE, **filters}
+    query = json.dumps({k: v for k, v in query_params(filters).items() if k != "limit"}, sort_keys=True)
     connection = sqlite3.connect(path, isolation_level=None)
     try:
         connection.execute("BEGIN IMMEDIATE")
