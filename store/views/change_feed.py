@@ -118,12 +118,16 @@ def read(
     the view `target`, at most `limit` items (a pair's items are never split over
     pages, so one pair with more rows than that is a page of its own). Raises
     ValidationError (`expired`) for a position that cannot be served exactly."""
-    seq, generation = session.execute(
-        select(MergedView.seq, MergedView.generation).where(MergedView.id == target.view_id)
+    seq, generation, mode, feeds = session.execute(
+        select(MergedView.seq, MergedView.generation, MergedView.mode, MergedView.feeds).where(MergedView.id == target.view_id)
     ).one()
+    # The reader's feeds in the `by_source` view, by name even when they are all its
+    # feeds (a feed the view gains later is added whole, unlisted: a reader who then
+    # subscribes to it must start again). An `all` view is one feed set.
+    sources = target.sources if target.sources is not None or mode != "by_source" else tuple(sorted(feeds))
     if position is None:
-        position = FeedPosition(target.view_id, generation, target.sources, seq)
-    elif (position.view, position.generation, position.sources) != (target.view_id, generation, target.sources):
+        position = FeedPosition(target.view_id, generation, sources, seq)
+    elif (position.view, position.generation, position.sources) != (target.view_id, generation, sources):
         raise expired("the view of your feeds is another one now, or was written whole")
     if position.phase == SNAPSHOT:
         return _snapshot(session, target, query, taxonomy, position, limit, seq)

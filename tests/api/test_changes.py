@@ -298,3 +298,19 @@ def test_changes_takes_the_parameters_of_lineups_and_refuses_them_the_same_way(s
     assert_error(world.api.get("/v1/lineups/changes", key=None), 401, "UNAUTHORIZED")
     with transaction(sessions) as session:
         assert session.scalar(select(func.count()).select_from(MergedView)) > 0
+
+
+def test_a_feed_new_to_the_store_then_subscribed_is_never_missed_under_by_source(sessions, make_api):
+    world = World(sessions, make_api)
+    world.subscribe(2, "active")  # every feed of the store: the reader's feeds are the by_source view's
+    world.ingest(0, 6, 0, 1)
+    follower = Follower({"merge": "by_source"})
+    follower.sync(world.api)
+    with transaction(sessions) as session:  # a new feed, its rows written into the view whole
+        world.feed_ids.append(feeds.add_feed(session, "A newcomer", ["NLRTM"]).id)
+    world.refs[world.feed_ids[3]] = []
+    world.ingest(3, 5, 0, 2)
+    world.subscribe(3, "active")  # the reader sees every feed again, with no call between
+    follower.sync(world.api)
+    assert follower.rows == download(world.api, {"merge": "by_source"})
+    assert any(row["source_id"] == world.feed_ids[3] for row in follower.rows.values())
