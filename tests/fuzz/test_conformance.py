@@ -47,7 +47,8 @@ PG_EXAMPLES = 25
 AUTH_EXAMPLES = 25
 #: A key of the right form (C5) that no buyer holds.
 UNKNOWN_KEY = "lk_" + "0" * 32
-OPERATIONS = {"GET /v1/lineups", "GET /v1/lineups/{id}/provenance", "GET /v1/sources", "GET /v1/schema/{sourceId}",
+OPERATIONS = {"GET /v1/lineups", "GET /v1/lineups/changes", "GET /v1/lineups/{id}/provenance",
+              "GET /v1/lineups/{id}/history", "GET /v1/sources", "GET /v1/schema/{sourceId}",
               "GET /healthz", "GET /v1/share/{token}"}
 #: Operations that need no key.
 OPEN = {"GET /healthz", "GET /v1/share/{token}"}
