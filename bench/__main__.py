@@ -17,6 +17,7 @@ WORKLOADS = {
     "soak": "soak",  # sustained load, every response checked (issue 9)
     "write-lock": "write_lock",  # requests while a writer holds SQLite's lock
     "stalled-exports": "stalled_exports",  # share-link clients that stop reading
+    "sync": "sync",  # a caught-up buyer's sync through the change feed against a full download (issue 46)
     "compare": "compare",  # the mixed pages of this tree against an earlier commit
     "report": "report",  # docs/benchmarks.md from bench/results/
 }

@@ -2,7 +2,7 @@
 "after a 1,000-record daily update, a caught-up buyer's sync transfers the rows that
 changed, at most 3x their number, and takes <= 2 s"):
 
-    .venv/bin/python bench/sync.py [--records N] [--changes C] [--runs R] [--out FILE]
+    python -m bench sync [--records N] [--changes C] [--runs R]
 
 On a store of `--records` records (`bench/dataset.py`, SQLite; default 100,000) behind a
 fresh `lineups serve`, the bench buyer's whole result (`merge=all`, no filter) is
@@ -12,23 +12,20 @@ revisions, half new calls), the buyer's sync timed from its first request until 
 file is caught up, and a full download of the same result (`Client.lineups`) timed
 beside it. The rows that changed are counted by comparing the downloads before and
 after; the daily update's own time and the part of it that wrote the change feed's
-record (`changes.note`) are given beside. Writes the figures as JSON (`--out`, default
-standard output).
+record (`changes.note`) are given beside. One result file under `bench/results/`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from dataset import build_store
-from dataset import changes as dataset_changes
-from mixed import start_server
+from bench.figures import RESULTS, Figure, Target, machine, now, print_figures, save
+from bench.stores import build_store
+from bench.stores import changes as dataset_changes
+from bench.stores import start_server
 
 from client import Client
 from store.database.db import transaction
@@ -96,29 +93,40 @@ def measure(records: int, changes: int, runs: int, folder: Path) -> dict:
                 "file_equals_download": report.rows == len(after),
             })
             before = after
-    return {
-        "records": dataset.records, "changes": changes, "first_sync_s": first_s, "first_sync_rows": first.rows,
-        "rounds": rounds,
-        "sync_s_median": statistics.median(r["sync_s"] for r in rounds),
-        "download_s_median": statistics.median(r["download_s"] for r in rounds),
-    }
+    return dataset.records, first_s, first.rows, rounds
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def figures_of(changes: int, first_s: float, first_rows: int, rounds: list[dict]) -> list[Figure]:
+    section = "Staying in sync (issue 46)"
+    changed = max(r["changed_rows"] for r in rounds)
+    return [
+        Figure("sync.caught_up_s", section, f"a caught-up sync after a {changes:,}-record daily update", "s",
+               [r["sync_s"] for r in rounds], Target("<=", 2.0),
+               reference=("a full download of the same result", min(r["download_s"] for r in rounds))),
+        Figure("sync.items_per_changed_row", section, "items it transferred per row that changed", "x",
+               [r["items_per_changed_row"] for r in rounds], Target("<=", 3.0),
+               note=f"{changed:,} rows changed of {rounds[0]['result_rows']:,}"),
+        Figure("sync.full_download_s", section, "a full download of the result (`Client.lineups`)", "s",
+               [r["download_s"] for r in rounds]),
+        Figure("sync.first_s", section, f"the first sync, {first_rows:,} rows", "s", [first_s]),
+        Figure("sync.update_s", section, f"the {changes:,}-record daily update itself (every view)", "s",
+               [r["update_s"] for r in rounds]),
+        Figure("sync.record_s", section, "of which writing the change feed's record", "s", [r["record_s"] for r in rounds]),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench sync", description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--changes", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where the result file goes")
     args = parser.parse_args(argv)
+    measured, where = now(), machine()
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as folder:
-        figures = measure(args.records, args.changes, args.runs, Path(folder))
-    text = json.dumps(figures, indent=1)
-    if args.out is None:
-        print(text)
-    else:
-        args.out.write_text(text + "\n")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        records, first_s, first_rows, rounds = measure(args.records, args.changes, args.runs, Path(folder))
+    assert all(r["file_equals_download"] for r in rounds), rounds
+    figures = figures_of(args.changes, first_s, first_rows, rounds)
+    print_figures(figures)
+    save("sync", figures, measured=measured, where=where, store="sqlite", records=records, argv=argv, folder=args.results)
+    return 0
