@@ -11,6 +11,9 @@ document" means valid by the contract:
   describes the valid ones. The hook replaces a generated cursor with one the service
   signs for this very query (the run gives the secret in `LINEUPS_SECRET`), at a
   position drawn from the generated text, so that keyset paging is fuzzed too.
+  `/v1/lineups/changes` (issue 46) takes the same filters, dates put in order alike;
+  its cursor also names the buyer's view and how far they have read, which only the
+  service's own answer can give, so a valid case asks without one (its first page).
 
 - A share link's token is signed (C8): in valid cases the hook gives the token of a
   real link (`LINEUPS_FUZZ_SHARE_TOKEN`, made by the test), so that the CSV it serves
@@ -34,6 +37,7 @@ from store.settings import Settings
 from store.reference.taxonomy import default_taxonomy
 
 LINEUPS = "/v1/lineups"
+CHANGES = "/v1/lineups/changes"
 
 
 def _codec() -> CursorCodec:
@@ -79,9 +83,11 @@ def map_case(context, case):
     if case.operation.path == SHARE and os.environ.get("LINEUPS_FUZZ_SHARE_TOKEN"):
         case.path_parameters = {**(case.path_parameters or {}), "token": os.environ["LINEUPS_FUZZ_SHARE_TOKEN"]}
         return case
-    if case.operation.path != LINEUPS or not case.query:
+    if case.operation.path not in (LINEUPS, CHANGES) or not case.query:
         return case
     query = dict(case.query)
+    if case.operation.path == CHANGES:
+        query.pop("cursor", None)
     first, last = query.get("from"), query.get("to")
     if isinstance(first, str) and isinstance(last, str) and first > last:
         query["from"], query["to"] = last, first
