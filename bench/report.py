@@ -27,7 +27,8 @@ STORES = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "postgresql-own": "Pos
 #: Figures measured on another store than their run's.
 STORE_OF = {"ingest.postgresql": "PostgreSQL", "merge.cold": "in process", "merge.memory": "in process"}
 #: Sections in the order a reader asks: the headline first.
-ORDER = ("Mixed workload", "PostgreSQL processes", "Ingest", "Merge", "Exports", "Explorer at store size")
+ORDER = ("Mixed workload", "PostgreSQL processes", "Ingest", "Merge", "Exports", "Explorer at store size",
+         "Staying in sync (issue 46)")
 
 INTRO = """\
 # Benchmarks
@@ -53,6 +54,7 @@ this page from them.
 .venv/bin/python -m bench full --quick                      # the same in a few minutes (the test suite runs it)
 .venv/bin/python -m bench explorer                          # the explorer in Chromium at store size
 .venv/bin/python -m bench soak                              # sustained load, every response checked
+.venv/bin/python -m bench sync                              # a caught-up sync through the change feed vs a full download
 .venv/bin/python -m bench report                            # this page
 ```
 
