@@ -1,6 +1,6 @@
 """`lineups sync`: keep a local SQLite file equal to a query of a lineup service, for a
 buyer's cron job (issue 46; `client.sync`). It talks to the service over HTTP with the
-buyer's key; it opens no store of its own."""
+buyer's key; it opens no store of its own (so it takes no `--db`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from urllib.parse import parse_qsl
 import click
 
 from client import ApiError, Client
+
 
 @click.command("sync")
 @click.option("--url", required=True, envvar="LINEUPS_URL", help="The service's base URL (or $LINEUPS_URL).")
