@@ -59,7 +59,7 @@ class NoteClock:
 
 def measure(records: int, changes: int, runs: int, folder: Path) -> dict:
     dataset = build_store(folder, records)
-    server, _ = start_server(dataset, folder, "sync-serve")
+    server = start_server(dataset, folder, "sync-serve")
     with server:
         api = Client(server.base_url, dataset.api_key, progress=False)
         path = folder / "local.sqlite"
