@@ -17,6 +17,7 @@ from typing import Any
 from api.cursors import CURSOR_PATTERN
 from api.openapi_schemas import DATE_PATTERN, UNLOCODE_PATTERN, any_case, ref, schemas
 from store.access.links import TOKEN_CHARACTERS
+from store.fields import VESSEL_STATUSES
 from store.reference.taxonomy import default_taxonomy
 from store.views.query import MAX_COMMODITY_CHARS, MAX_TEXT_CHARS
 
@@ -59,6 +60,18 @@ def _parameters() -> dict[str, Any]:
             ),
             "style": "form",
             "explode": False,
+        },
+        "status": {
+            **_query(
+                "status",
+                {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": any_case(*VESSEL_STATUSES)}},
+                "Comma-separated vessel statuses to keep (the merged row's status), any case: "
+                f"{', '.join(VESSEL_STATUSES)}. `status=expected,anchored,berthed` gives the calls that "
+                "have not departed. Another value is 400, whose details list the allowed ones.",
+            ),
+            "style": "form",
+            "explode": False,
+            "example": ["expected", "anchored", "berthed"],
         },
         "merge": _query(
             "merge", {"type": "string", "pattern": any_case("all", "by_source"), "default": "all"},
@@ -158,7 +171,7 @@ def _links(links: dict[str, tuple[str, str, str]]) -> dict[str, Any]:
 
 def _paths() -> dict[str, Any]:
     all_errors = ("ValidationError", "Unauthorized", "Forbidden", "NotFound")
-    filters = ["source", "port", "country", "port_name", "from", "to", "latest", "commodity", "merge", "limit", "cursor", "format"]
+    filters = ["source", "port", "country", "port_name", "from", "to", "latest", "commodity", "status", "merge", "limit", "cursor", "format"]
     lineups = _ok(
         "A page of lineup records: JSON, or CSV with `format=csv`.",
         {**_json("LineupPage"), "text/csv": {"schema": {"type": "string"}}},

@@ -232,12 +232,13 @@ def schemas() -> dict[str, Any]:
                         "details": nullable({
                             "type": "object",
                             "description": "For VALIDATION_ERROR: the parameter and the reason; "
-                            "a commodity name adds `suggestions`.",
+                            "a commodity name adds `suggestions`, a vessel status `allowed`.",
                             "required": ["parameter", "reason"],
                             "properties": {
                                 "parameter": text,
                                 "reason": text,
                                 "suggestions": {"type": "array", "items": text},
+                                "allowed": {"type": "array", "items": text},
                             },
                         }),
                     },

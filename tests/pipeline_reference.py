@@ -51,7 +51,8 @@ def apply_filters(merged: pd.DataFrame, query: LineupQuery) -> pd.DataFrame:
     """The merged rows that pass the row filters of C3: `port` (case-insensitive,
     exact), `country` (case-insensitive, exact, on country_name), `port_name`
     (case-insensitive substring), `commodity` (any name equal, ignoring case, to the
-    row's leaf, subgroup or group, C6) and `from`/`to` (the row's schedule span
+    row's leaf, subgroup or group, C6), `status` (the row's vessel status is one of
+    them) and `from`/`to` (the row's schedule span
     overlaps the days from `from` 00:00 to `to` 24:00 UTC; dateless rows never match)."""
     keep = np.ones(len(merged), dtype=bool)
     if query.port:
@@ -66,6 +67,8 @@ def apply_filters(merged: pd.DataFrame, query: LineupQuery) -> pd.DataFrame:
         for field in ("commodity_normalized", "commodity_normalized_subgroup", "commodity_normalized_group"):
             hit |= _matching(merged[field], lambda v: _fold(v) in wanted)
         keep &= hit
+    if query.status:
+        keep &= _matching(merged["vessel_status"], lambda v: v in query.status)
     if query.date_from or query.date_to:
         keep &= _overlaps(merged, query.date_from, query.date_to)
     return merged if keep.all() else merged[keep]  # no copy when nothing is filtered out

@@ -19,9 +19,11 @@ from dataclasses import dataclass, fields
 
 
 from store.errors import ValidationError
+from store.fields import VESSEL_STATUSES
 from store.merging.merge import MODES
 
-#: The query parameters of seed 4.1, in the seed's order; any other is refused (C5).
+#: The query parameters of seed 4.1, in the seed's order, and `status` (issue 45 item
+#: 4: the vessel statuses to keep); any other is refused (C5).
 PARAMETERS: tuple[str, ...] = (
     "source",
     "port",
@@ -31,6 +33,7 @@ PARAMETERS: tuple[str, ...] = (
     "to",
     "latest",
     "commodity",
+    "status",
     "merge",
     "limit",
     "cursor",
@@ -59,7 +62,8 @@ class LineupQuery:
     """Every filter and option of a /v1/lineups query but the page size and cursor.
 
     `source` is a feed UUID (lower case) or None for all feeds; `port` an upper-case
-    UN/LOCODE; `commodity` canonical taxonomy names, sorted (C6)."""
+    UN/LOCODE; `commodity` canonical taxonomy names, sorted (C6); `status` vessel
+    statuses in the seed's spelling and order (C1), none: every status."""
 
     source: str | None = None
     port: str | None = None
@@ -69,6 +73,7 @@ class LineupQuery:
     date_to: dt.date | None = None
     latest: bool = False
     commodity: tuple[str, ...] = ()
+    status: tuple[str, ...] = ()
     merge: str = "all"
     format: str = "json"
 
@@ -80,6 +85,7 @@ class LineupQuery:
         data["date_from"] = self.date_from.isoformat() if self.date_from else None
         data["date_to"] = self.date_to.isoformat() if self.date_to else None
         data["commodity"] = list(self.commodity)
+        data["status"] = list(self.status)
         return data
 
     def key(self) -> str:
@@ -98,6 +104,7 @@ class LineupQuery:
             "to": self.date_to.isoformat() if self.date_to else None,
             "latest": "true" if self.latest else None,
             "commodity": ",".join(self.commodity) or None,
+            "status": ",".join(self.status) or None,
             "merge": None if self.merge == "all" else self.merge,
             "format": None if self.format == "json" else self.format,
         }
@@ -128,6 +135,7 @@ def parse_query(
         date_to=date_to,
         latest=_boolean(values, "latest"),
         commodity=_commodities(_text(values, "commodity", MAX_COMMODITY_CHARS), commodity_parser),
+        status=_statuses(_text(values, "status")),
         merge=_choice(values, "merge", MODES, "all"),
         format=_choice(values, "format", FORMATS, "json"),
     )
@@ -216,6 +224,25 @@ def _commodities(value: str | None, parser: Callable[[str], Sequence[str]]) -> t
     if value is None:
         return ()
     return tuple(sorted(set(parser(value)), key=str.casefold))
+
+
+def _statuses(value: str | None) -> tuple[str, ...]:
+    """The vessel statuses of a `status` value: comma-separated, each matched ignoring
+    case and surrounding spaces (C1), in the seed's order, duplicates dropped."""
+    if value is None:
+        return ()
+    allowed = ", ".join(VESSEL_STATUSES)
+    wanted = set()
+    for item in value.split(","):
+        status = item.strip().lower()
+        if status not in VESSEL_STATUSES:
+            reason = f"{item.strip()!r} is not a vessel status; allowed: {allowed}" if status else (
+                f"an empty vessel status in the list; allowed: {allowed}")
+            error = ValidationError.parameter("status", reason)
+            error.details["allowed"] = list(VESSEL_STATUSES)
+            raise error
+        wanted.add(status)
+    return tuple(status for status in VESSEL_STATUSES if status in wanted)
 
 
 def _limit(value: str | None) -> int:

@@ -4,8 +4,9 @@ C3 order and keyset pages (C4), on SQLite and PostgreSQL alike.
 - Filters: `port` is an equality, `country` an equality on the folded name,
   `commodity` an IN list of taxonomy leaves (a group or subgroup name stands for its
   leaves: a row's three commodity names all come from its one leaf, C6), `port_name`
-  a substring of the folded name, `from`/`to` an overlap of the row's schedule span
-  with the days. The date filter also bounds the sort key from below by the view's
+  a substring of the folded name, `status` an IN list of vessel statuses (of merged
+  rows: the merged value, C2.5, C3), `from`/`to` an overlap of the row's schedule
+  span with the days. The date filter also bounds the sort key from below by the view's
   longest span, so that it is an index range, not a scan.
 - Feeds: an `all` view is the reader's feed set; the one `by_source` view holds every
   feed's rows, of which the reader's feeds are kept (`Target.sources`).
@@ -130,6 +131,8 @@ def filter_values(query: LineupQuery, taxonomy: Taxonomy, max_span: int) -> dict
         values["port_name"] = None if "\x00" in wanted else f"%{escaped}%"
     if query.commodity:
         values["leaves"] = list(leaves_of(taxonomy, query.commodity) or [""])
+    if query.status:
+        values["statuses"] = list(query.status)
     if query.date_from:
         start = _day_ns(query.date_from)
         values["span_from"] = start
@@ -165,6 +168,8 @@ def filters(
         clauses.append(false() if values["port_name"] is None else col(table.port_name_key).like(value("port_name"), escape="/"))
     if "leaves" in values:
         clauses.append(own(table.commodity_normalized).in_(bindparam("leaves", values["leaves"], expanding=True)))
+    if "statuses" in values:
+        clauses.append(col(table.vessel_status).in_(bindparam("statuses", values["statuses"], expanding=True)))
     if "span_from" in values or "sort_to" in values:
         clauses.append(table.combined_date.is_not(None))
     if "span_from" in values:
@@ -212,7 +217,7 @@ def _not_beaten(row, query: LineupQuery, taxonomy: Taxonomy, target: Target) -> 
 
 def _pair_filters_only(query: LineupQuery) -> bool:
     """Whether every filter of `query` keeps or drops whole (vessel, port) pairs."""
-    return not (query.country or query.port_name or query.commodity or query.date_from or query.date_to)
+    return not (query.country or query.port_name or query.commodity or query.status or query.date_from or query.date_to)
 
 
 def _where(query: LineupQuery, taxonomy: Taxonomy, target: Target, by_commodity: bool = False) -> list[ColumnElement]:
@@ -361,7 +366,7 @@ def count_statement(query: LineupQuery, taxonomy: Taxonomy, target: Target) -> S
 
 def _from_only(query: LineupQuery) -> bool:
     """Whether `from` is the query's only filter."""
-    others = (query.port, query.country, query.port_name, query.commodity, query.date_to)
+    others = (query.port, query.country, query.port_name, query.commodity, query.status, query.date_to)
     return query.date_from is not None and not any(others)
 
 

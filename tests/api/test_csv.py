@@ -8,6 +8,7 @@ import io
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from api import render
 from store.fields import RECORD_FIELDS
@@ -49,12 +50,15 @@ def test_csv_bytes_of_a_tiny_result(tiny_api, tiny):
     assert response.content.startswith(b"\xef\xbb\xbf")
 
 
-def test_json_and_csv_render_the_same_page(demo_api):
-    params = {"limit": "60", "port": "BRSSZ", "merge": "by_source"}
+@pytest.mark.parametrize("params", [
+    {"limit": "60", "port": "BRSSZ", "merge": "by_source"},
+    {"limit": "60", "status": "anchored,Berthed", "latest": "true"},  # issue 45 item 4
+])
+def test_json_and_csv_render_the_same_page(demo_api, params):
     data = demo_api.lineups(**params)["data"]
     text = demo_api.get("/v1/lineups", params={**params, "format": "csv"}).content.decode("utf-8-sig")
     rows = list(csv.DictReader(io.StringIO(text, newline="")))
-    assert [r["id"].lstrip("'") for r in rows] == [r["id"] for r in data]
+    assert [r["id"].lstrip("'") for r in rows] == [r["id"] for r in data] and data
     for got, want in zip(rows, data):
         for field in RECORD_FIELDS:
             value = want[field]

@@ -85,6 +85,16 @@ def test_merge_by_source_keeps_one_row_per_feed(tiny_api, tiny):
         ({"latest": "TRUE", "port": "BRSSZ"}, [A2, A5]),
         ({"latest": "False"}, [MERGED_A1, A2, A5, A3]),
         ({"port": "BRSSZ", "commodity": "soybeans", "from": "2024-04-01"}, [A5]),
+        # Issue 45 item 4: the vessel status of the merged row (A1 + B1: B1's newer
+        # "berthed"), case-insensitive, a comma list; before `latest` (C3).
+        ({"status": "berthed"}, [MERGED_A1]),
+        ({"status": "Expected"}, [A5, A3]),
+        ({"status": "expected,ANCHORED"}, [A2, A5, A3]),
+        ({"status": "expected,anchored,berthed"}, [MERGED_A1, A2, A5, A3]),
+        ({"status": "departed"}, []),
+        ({"status": "berthed", "latest": "true"}, [MERGED_A1]),
+        ({"status": "expected", "merge": "by_source"}, [A1, A5, A3]),
+        ({"status": "berthed", "merge": "by_source"}, [B1]),
     ],
 )
 def test_filters(tiny_api, params, expected):
@@ -150,6 +160,9 @@ def test_cancelling_a_subscription_hides_its_rows_at_once(fresh_tiny_api, fresh_
         ("from=2024-03-02&to=2024-03-01", "from"),
         ("source=not-a-uuid", "source"),
         ("cursor=made-up", "cursor"),
+        ("status=moored", "status"),
+        ("status=expected,", "status"),
+        ("status=expected&status=berthed", "status"),
     ],
 )
 def test_validation_errors_name_the_parameter(tiny_api, query, parameter):
@@ -164,6 +177,24 @@ def test_unknown_commodity_suggests_the_closest_names(tiny_api):
     # The filter takes names (C6); an alias is refused with the name it stands for.
     error = assert_error(tiny_api.get("/v1/lineups", params={"commodity": "soja"}), 400, "VALIDATION_ERROR", "commodity")
     assert error["details"]["suggestions"][0] == "Soybeans"
+
+
+def test_an_unknown_vessel_status_lists_the_allowed_ones(tiny_api):
+    """Issue 45 item 4, C5: the 400 names `status` and the seed's values (C1)."""
+    response = tiny_api.get("/v1/lineups", params={"status": "expected,sailing"})
+    error = assert_error(response, 400, "VALIDATION_ERROR", "status")
+    assert error["details"]["allowed"] == ["expected", "anchored", "berthed", "departed"]
+    assert "'sailing'" in error["details"]["reason"] and "expected, anchored, berthed, departed" in error["message"]
+
+
+def test_a_cursor_is_bound_to_its_statuses(tiny_api):
+    """C4: a cursor of `status=expected` is refused under another status filter."""
+    cursor = tiny_api.lineups(status="expected", limit="1")["next_cursor"]
+    assert cursor
+    assert [r["eta"] for r in tiny_api.lineups(status="EXPECTED", limit="1", cursor=cursor)["data"]] == [A3[1]]
+    assert_error(
+        tiny_api.get("/v1/lineups", params={"status": "expected,anchored", "cursor": cursor}), 400, "VALIDATION_ERROR", "cursor",
+    )
 
 
 def test_limits_at_the_bounds_are_accepted(tiny_api):

@@ -41,6 +41,11 @@ def test_parameters_carry_the_c5_rules(document):
     assert params["port"]["pattern"] == "^[A-Za-z]{2}[A-Za-z0-9]{3}$"
     assert params["from"]["format"] == "date" and params["to"]["pattern"] == r"^\d{4}-\d{2}-\d{2}$"
     assert params["sourceId"]["format"] == "uuid"
+    # Issue 45 item 4: the status filter, a comma list of the seed's values in any case, with an example.
+    status = document.document["components"]["parameters"]["status"]
+    assert (status["style"], status["explode"], status["example"]) == ("form", False, ["expected", "anchored", "berthed"])
+    assert all(re.fullmatch(params["status"]["items"]["pattern"], s) for s in ("expected", "ANCHORED", "Berthed", "departed"))
+    assert not re.fullmatch(params["status"]["items"]["pattern"], "moored")
     listed = [p["$ref"].rsplit("/", 1)[1] for p in document.document["paths"]["/v1/lineups"]["get"]["parameters"]]
     from store.views.query import PARAMETERS
 
@@ -65,6 +70,8 @@ def test_responses_match_the_document(document, tiny_api, tiny):
         ("/v1/lineups", "/v1/lineups", {"merge": "by_source", "latest": "true"}, "default"),
         ("/v1/lineups", "/v1/lineups", {"limit": "0"}, "default"),
         ("/v1/lineups", "/v1/lineups", {"commodity": "nothing-like-it"}, "default"),
+        ("/v1/lineups", "/v1/lineups", {"status": "expected,Berthed"}, "default"),
+        ("/v1/lineups", "/v1/lineups", {"status": "moored"}, "default"),
         ("/v1/lineups", "/v1/lineups", {"source": tiny["c"]}, "default"),
         ("/v1/lineups", "/v1/lineups", {"source": str(uuid.uuid4())}, "default"),
         ("/v1/lineups", "/v1/lineups", {}, None),

@@ -224,3 +224,19 @@ def test_c8_link_url_variants_serve_the_same_sheet(fresh_tiny_api, fresh_tiny):
     plain = fresh_tiny_api.get(path, key=None).content
     assert fresh_tiny_api.get(path + ".csv", key=None).content == plain
     assert fresh_tiny_api.get(path + "?refresh=2", key=None).content == plain
+
+
+def test_issue_45_a_link_freezes_its_vessel_statuses(demo_api, demo):
+    """Issue 45 item 4, C8: `status` is frozen like every filter, in one spelling, and
+    the sheet is the paged API's rows of those statuses."""
+    link_id, path = make_link(demo_api, demo["buyer_id"], status="Berthed,ANCHORED", port="brssz")
+    with transaction(demo_api.sessions) as session:
+        assert session.get(ShareLink, link_id).filters == {"port": "BRSSZ", "status": "anchored,berthed"}
+    sheet = demo_api.get(path, key=None)
+    assert sheet.status_code == 200
+    assert sheet.content == paged_csv(demo_api, port="BRSSZ", status="anchored,berthed")
+    statuses = set(pd.read_csv(io.BytesIO(sheet.content), encoding="utf-8-sig")["vessel_status"])
+    assert statuses == {"anchored", "berthed"}
+    with pytest.raises(ValidationError) as refused, transaction(demo_api.sessions) as session:
+        links.create_link(session, session.get(Buyer, demo["buyer_id"]), {"status": ["gone"]}, demo_api.settings.signing_secrets())
+    assert refused.value.details["parameter"] == "status"

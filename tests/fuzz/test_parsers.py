@@ -26,6 +26,7 @@ from store.access import links
 import pipeline_reference as pipeline
 from store.database.db import transaction
 from store.errors import Unauthorized, ValidationError
+from store.fields import VESSEL_STATUSES
 from store.views.query import DEFAULT_LIMIT, MAX_LIMIT, parse_query
 from store.database.schema import Buyer
 from store.reference.taxonomy import default_taxonomy
@@ -135,6 +136,7 @@ query_args = st.fixed_dictionaries({}, optional={
     "from": st.dates().map(dt.date.isoformat),
     "latest": st.sampled_from(["true", "FALSE"]),
     "commodity": st.sampled_from(["coal", "Soybeans,iron ore", "Dry Bulk"]),
+    "status": st.sampled_from(["expected", "Berthed,EXPECTED", "departed, anchored"]),
     "merge": st.sampled_from(["all", "by_source"]),
     "format": st.just("csv"),
 })
@@ -156,6 +158,22 @@ def test_link_token_encode_then_open_gives_the_link_and_its_query(args, link_sto
         assert links.open_link(session, token, ("newer",) + SECRETS, count_use=False)[0].id == link.id
         with pytest.raises(Unauthorized):
             links.open_link(session, token, ("newer",), count_use=False)
+
+
+@FUZZ
+@given(value=st.one_of(texts, st.lists(st.sampled_from(["expected", "Anchored", " berthed ", "DEPARTED", "moored", ""]),
+                                        min_size=1).map(",".join)))
+def test_any_text_as_a_status_is_statuses_or_a_400(value):
+    """Issue 45 item 4: a status list is the seed's statuses, in its order, or a 400
+    that names `status` and lists the allowed values."""
+    try:
+        query = parse({"status": [value]})[0]
+    except ValidationError as refused:
+        assert refused.details["parameter"] == "status"
+        assert not value.strip() or refused.details["allowed"] == list(VESSEL_STATUSES)
+        return
+    assert query.status and list(query.status) == [s for s in VESSEL_STATUSES if s in query.status]
+    assert {item.strip().lower() for item in value.split(",")} == set(query.status)
 
 
 # ---------------------------------------------------------------- dates and limits

@@ -35,6 +35,12 @@ QUERIES = (
     {"from": "2026-11-25"},
     {"latest": "true", "from": "2026-11-25"},
     {"latest": "true", "from": "2026-11-25", "merge": "by_source"},
+    # Issue 45 item 4: the status filter on merged rows, before `latest` (C3).
+    {"status": "expected,anchored,berthed", "from": "2026-11-23"},
+    {"status": "expected,anchored,berthed", "from": "2026-11-23", "latest": "true"},
+    {"status": "departed", "latest": "true"},
+    {"status": "berthed", "commodity": "Dry Bulk", "latest": "true", "merge": "by_source"},
+    {"status": "Anchored,BERTHED", "port": "BRSSZ", "latest": "true"},
     {},
 )
 
@@ -96,6 +102,7 @@ SAME_SHAPE = (
     ({"from": "2026-11-20", "to": "2026-11-24"}, {"from": "2026-11-28", "to": "2026-12-05"}),
     ({"port": "BRSSZ", "commodity": "Dry Bulk", "merge": "by_source"}, {"port": "BRPNG", "commodity": "Grains", "merge": "by_source"}),
     ({"source": 0, "merge": "by_source"}, {"source": 1, "merge": "by_source"}),
+    ({"status": "berthed"}, {"status": "expected,anchored,departed"}),
 )
 
 

@@ -241,6 +241,7 @@ def test_every_parameter_is_read():
         **{"from": "2024-03-01", "to": "2024-03-31"},
         latest="TRUE",
         commodity="coal, dry bulk",
+        status="Berthed,expected",
         merge="by_source",
         limit="500",
         cursor="abc.def",
@@ -255,6 +256,7 @@ def test_every_parameter_is_read():
         date_to=dt.date(2024, 3, 31),
         latest=True,
         commodity=("Coal", "Dry Bulk"),
+        status=("expected", "berthed"),
         merge="by_source",
         format="csv",
     )
@@ -285,6 +287,9 @@ def test_every_parameter_is_read():
         ({"limit": "ten"}, "limit"),
         ({"limit": ""}, "limit"),
         ({"commodity": "unobtainium"}, "commodity"),
+        ({"status": "moored"}, "status"),
+        ({"status": "expected,"}, "status"),
+        ({"status": "expected;berthed"}, "status"),
     ],
 )
 def test_bad_parameters_are_refused_naming_the_parameter(params, parameter):
@@ -305,6 +310,28 @@ def test_enumerations_are_read_in_any_case_as_one_query(params):
     lowered = {name: value.lower() for name, value in params.items()}
     assert parse(**params) == parse(**lowered)
     assert parse(**params)[0].key() == parse(**lowered)[0].key()
+
+
+@pytest.mark.parametrize("value", ["sailed", "expected,,berthed", "EXPECTED,moored"])
+def test_an_unknown_vessel_status_is_refused_with_the_allowed_ones(value):
+    """Issue 45 item 4, C5: the error names the parameter and lists the seed's values (C1)."""
+    with pytest.raises(ValidationError) as error:
+        parse(status=value)
+    assert error.value.details["parameter"] == "status"
+    assert error.value.details["allowed"] == ["expected", "anchored", "berthed", "departed"]
+    assert "expected, anchored, berthed, departed" in error.value.details["reason"]
+
+
+def test_vessel_statuses_are_read_in_any_case_and_order_as_one_query():
+    """Issue 45 item 4: `status` takes the seed's spelling in any case, spaces around
+    names, repeats and any order, and keeps one spelling (so cursors and links bind
+    equally, C4, C8)."""
+    first = parse(status="berthed, EXPECTED,Anchored,expected")[0]
+    second = parse(status="expected,anchored,berthed")[0]
+    assert first == second and first.key() == second.key()
+    assert first.status == ("expected", "anchored", "berthed")
+    assert first.to_params() == {"status": "expected,anchored,berthed"}
+    assert first.key() != parse(status="expected,anchored")[0].key() != LineupQuery().key()
 
 
 def test_a_repeated_parameter_is_refused():
@@ -347,7 +374,7 @@ def test_other_filters_mode_or_format_change_the_canonical_form():
 
 
 def test_to_params_reads_back_to_the_same_query():
-    query = parse(source=FEED_B, port="BEANR", latest="true", commodity="coal", **{"from": "2024-01-02"})[0]
+    query = parse(source=FEED_B, port="BEANR", latest="true", commodity="coal", status="departed", **{"from": "2024-01-02"})[0]
     again = parse_query({k: [v] for k, v in query.to_params().items()}, commodity_parser)[0]
     assert again == query
     assert LineupQuery().to_params() == {}

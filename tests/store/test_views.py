@@ -51,6 +51,7 @@ QUERIES = (
     {"port_name": "rotter"},
     {"from": "2024-03-10", "to": "2024-03-20"},
     {"from": "2024-03-25", "latest": "true"},
+    {"status": "berthed", "latest": "true"},
 )
 #: Compared beside the id (which already encodes key, anchor and counterparties, C2.7).
 VALUE_COLUMNS = ("source_id", "source_name", "vessel_name", "quantity", "eta", "etd", "updated_at", "commodity_normalized")
