@@ -237,7 +237,9 @@ def sorted_rows(frame: pd.DataFrame, column: str, ascending: bool) -> pd.DataFra
     numbers and times as numbers, text case-blind, blanks last both ways, ties in C3
     order (the reference of `store.views.sql.ordered_page_statement`)."""
     values = frame[column]
-    if column in ("quantity", "dwt"):
+    if column == "quantity":
+        return _by_quantity_within_unit(frame, ascending)
+    if column == "dwt":
         key = pd.to_numeric(values, errors="coerce")
     elif column in ("eta", "etb", "etd", "updated_at"):
         key = pd.to_datetime(values, utc=True, errors="coerce")
@@ -245,6 +247,17 @@ def sorted_rows(frame: pd.DataFrame, column: str, ascending: bool) -> pd.DataFra
         key = values.astype(object).where(values.notna(), None).map(lambda v: None if v is None else str(v).lower())
     order = key.reset_index(drop=True).sort_values(ascending=ascending, na_position="last", kind="mergesort").index
     return frame.iloc[order]
+
+
+def _by_quantity_within_unit(frame: pd.DataFrame, ascending: bool) -> pd.DataFrame:
+    """Issue 45 item 5: the rows in MT, then BBL, then Units, then with a quantity but
+    no unit, then without a quantity; by quantity within each (the direction's), ties
+    in C3 order."""
+    quantity = pd.to_numeric(frame["quantity"], errors="coerce").reset_index(drop=True)
+    unit = frame["quantity_unit"].astype(object).reset_index(drop=True)
+    rank = unit.map({"MT": 0, "BBL": 1, "Units": 2}).fillna(3).where(quantity.notna(), 4)
+    parts = [quantity[rank == r].sort_values(ascending=ascending, kind="mergesort").index for r in range(5)]
+    return frame.iloc[[i for part in parts for i in part]]
 
 
 # The merge's resolution (C2.2 as amended by issue 19), record by record -----------------

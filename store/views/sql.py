@@ -37,13 +37,14 @@ from typing import Sequence
 import numpy as np
 from store.frames import pd
 from sqlalchemy import (
-    BigInteger, ColumnElement, Float, Select, String, and_, bindparam, cast, exists, false, func, literal, null, or_,
+    BigInteger, ColumnElement, Float, Select, String, and_, bindparam, case, cast, exists, false, func, literal, null, or_,
     select, tuple_, union_all,
 )
 from sqlalchemy.orm import aliased
 
 from store.views.query import LineupQuery, Position
 from store.database.schema import MergedRow
+from store.fields import QUANTITY_UNITS
 from store.reference.taxonomy import Taxonomy
 from store.views.stored import LAST, READ_COLUMNS, fold, of_pairs
 
@@ -440,6 +441,8 @@ def ordered_page_statement(
     if column is not None:
         if column not in ORDERABLE:
             raise ValueError(f"cannot order by {column!r}")
+        if column == "quantity":
+            order.append(unit_rank(MergedRow))
         key = getattr(MergedRow, column)
         if column not in _NUMERIC:
             key = func.lower(key)
@@ -448,6 +451,16 @@ def ordered_page_statement(
         order.append((key.asc() if ascending else key.desc()).nulls_last())
     order += [MergedRow.sort_key, MergedRow.id]
     return select(*columns).where(*_where(query, taxonomy, target)).order_by(*order).offset(offset).limit(limit)
+
+
+def unit_rank(table) -> ColumnElement:
+    """Where a row goes when a page is ordered by quantity: quantities are compared
+    only within one unit (a barrel is no tonne, issue 45 item 5), so the rows of each
+    unit come together, in `QUANTITY_UNITS` order (tonnes first, as the charts count
+    them) whichever the direction, then quantities without a unit, then rows without
+    a quantity."""
+    ranks = [(table.quantity_unit == unit, rank) for rank, unit in enumerate(QUANTITY_UNITS)]
+    return case((table.quantity.is_(None), len(QUANTITY_UNITS) + 1), *ranks, else_=len(QUANTITY_UNITS))
 
 
 def near_statement(
