@@ -16,10 +16,19 @@ import param
 from explorer.session import Account
 from explorer.words import describe_filters, problem
 from store.errors import LineupsError
-from store.views.query import LineupQuery, parse_query
+from store.fields import VESSEL_STATUSES
+from store.views.query import PARAMETERS, LineupQuery, parse_query
 
 ALL = "all"
 MERGE_MODES = {"Merge all feeds": "all", "One row per feed": "by_source"}
+#: The vessel-status filter's choices, label → status (C1 spelling, seed order).
+STATUSES = {status.capitalize(): status for status in VESSEL_STATUSES}
+#: The calls that have not departed: with From today, the first view ("upcoming
+#: calls", issue 45 item 4), not the calls whose ETA was days ago and that left today.
+NOT_DEPARTED = [status for status in VESSEL_STATUSES if status != "departed"]
+#: The /v1/lineups parameters an address of the explorer may name (not the page's
+#: size, cursor or format: the screen has its own pages, and downloads are CSV).
+ADDRESS_FILTERS = tuple(name for name in PARAMETERS if name not in ("limit", "cursor", "format"))
 
 
 def today() -> dt.date:
@@ -55,6 +64,8 @@ class LineupFilters(param.Parameterized):
     date_from = param.CalendarDate(default=None, allow_None=True, label="From", doc="First day (UTC).")
     date_to = param.CalendarDate(default=None, allow_None=True, label="To", doc="Last day (UTC).")
     commodity = param.ListSelector(default=[], objects=[], doc="Commodity groups, subgroups or leaves.")
+    status = param.ListSelector(default=[], objects=STATUSES, label="Vessel status", doc="""
+        The vessel statuses to keep (none: every status).""")
     latest = param.Boolean(default=False, label="Latest call per vessel only")
     merge = param.Selector(default=ALL, objects=MERGE_MODES, label="Merge")
 
@@ -107,6 +118,8 @@ class LineupFilters(param.Parameterized):
             args["to"] = [self.date_to.isoformat()]
         if self.commodity:
             args["commodity"] = [",".join(self.commodity)]
+        if self.status:
+            args["status"] = [",".join(s for s in VESSEL_STATUSES if s in self.status)]
         if self.latest:
             args["latest"] = ["true"]
         if self.merge != ALL:
@@ -123,7 +136,7 @@ class LineupFilters(param.Parameterized):
         """Set every filter from /v1/lineups parameters (a URL's query), the others to
         their defaults. Returns what could not be used, in words (the rest applies)."""
         values: dict[str, Any] = {name: self.param[name].default for name in _FILTERS}
-        ignored: list[str] = []
+        ignored = [f"“{name}” is not a filter" for name in args if name not in ADDRESS_FILTERS]
         source = args.get("source", ALL).lower()
         if source in self.param.source.objects.values():
             values["source"] = source
@@ -152,14 +165,25 @@ class LineupFilters(param.Parameterized):
                 values["commodity"] = list(taxonomy.parse_filter(args["commodity"]))
             except LineupsError as error:
                 ignored.append(problem(error))
-        values["latest"] = args.get("latest", "false").lower() == "true"
-        values["merge"] = args.get("merge", ALL) if args.get("merge", ALL) in MERGE_MODES.values() else ALL
+        if args.get("status"):
+            values["status"], unknown = _statuses(args["status"])
+            ignored += [f"“{name}” is not a vessel status (expected, anchored, berthed or departed)" for name in unknown]
+        latest = args.get("latest", "false")
+        values["latest"] = latest.lower() == "true"
+        if latest.lower() not in ("true", "false"):
+            ignored.append(f"“{latest}” is not true or false, so every call is shown, not only the latest")
+        merge = args.get("merge", ALL).lower()
+        values["merge"] = merge if merge in MERGE_MODES.values() else ALL
+        if values["merge"] != merge:
+            ignored.append(f"“{args['merge']}” is not a way of merging rows, so the feeds are merged")
         self.param.update(**values)
         return ignored
 
     def reset(self, first_day: dt.date | None) -> None:
-        """Every filter back to its default; `first_day`: the From date (upcoming calls)."""
-        self.param.update(**{**{name: self.param[name].default for name in _FILTERS}, "date_from": first_day})
+        """Every filter back to its default; `first_day`: the From date. With a day,
+        upcoming calls: from that day, and not departed (issue 45 item 4)."""
+        upcoming = {"date_from": first_day, "status": list(NOT_DEPARTED) if first_day else []}
+        self.param.update(**{**{name: self.param[name].default for name in _FILTERS}, **upcoming})
 
     def query(self, taxonomy) -> LineupQuery:
         """The validated query. Raises ValidationError with the API's message."""
@@ -170,4 +194,11 @@ class LineupFilters(param.Parameterized):
         return describe_filters({k: v[0] for k, v in self.to_args().items()}, feed_names)
 
 
-_FILTERS = ("source", "port", "country", "port_name", "date_from", "date_to", "commodity", "latest", "merge")
+_FILTERS = ("source", "port", "country", "port_name", "date_from", "date_to", "commodity", "status", "latest", "merge")
+
+
+def _statuses(text: str) -> tuple[list[str], list[str]]:
+    """The vessel statuses of a `status` value of an address (any case), and the
+    names in it that are none."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    return [s for s in VESSEL_STATUSES if s in {n.lower() for n in names}], [n for n in names if n.lower() not in VESSEL_STATUSES]

@@ -48,6 +48,10 @@ SORT_ORDERS = {
     "Status": "vessel_status", "Feeds": "source_name", "IMO": "vessel_imo", "Operation": "operation",
     "Country": "country_name", "Last updated": "updated_at",
 }
+#: The address's names for the table's order, page and columns (Datasette's `_sort`,
+#: `_sort_desc` and `_col`): they begin with `_`, as no /v1/lineups parameter does.
+SORT_ARG, SORT_DESC_ARG, PAGE_ARG, COLUMNS_ARG = "_sort", "_sort_desc", "_page", "_col"
+VIEW_ARGS = (SORT_ARG, SORT_DESC_ARG, PAGE_ARG, COLUMNS_ARG)
 FAILED = "The lineups could not be loaded, so none are shown. Try again in a moment, or reload the page."
 CHARTS_FAILED = "The charts could not be drawn for these filters. Try again in a moment, or reload the page."
 
@@ -104,14 +108,17 @@ class LineupsModel(param.Parameterized):
         if read:
             # The first read: on the event loop's next turn in a served session
             # (Panel's executor), its store work on the explorer's threads.
-            param.parameterized.async_executor(self.refresh)
+            param.parameterized.async_executor(functools.partial(self._refresh_at, self.page))
 
     # ------------------------------------------------------------ store work
     @param.depends("filters.param", watch=True)
     async def refresh(self) -> None:
         """Run the query for the current filters (C3): the count, the first page, the
         charts. A later change wins over a query still running."""
-        shown = await self._read_rows()
+        await self._refresh_at(0)
+
+    async def _refresh_at(self, page: int) -> None:
+        shown = await self._read_rows(page)
         if shown is not None:
             await self._after_rows(*shown)
 
@@ -120,8 +127,8 @@ class LineupsModel(param.Parameterized):
         page that draws the model after this draws its table once, with its rows (a
         table drawn empty and filled when the rows arrive is drawn twice, ~0.3 s more
         of the browser's time to the first view); the rest on the event loop's next
-        turn."""
-        shown = await self._read_rows()
+        turn. The page is the model's (an address names it, `set_view_args`)."""
+        shown = await self._read_rows(self.page)
         if shown is not None:
             param.parameterized.async_executor(functools.partial(self._after_rows, *shown))
 
@@ -132,10 +139,10 @@ class LineupsModel(param.Parameterized):
         await self._read_duplicates(query, generation, self._page_generation)
         await self._read_charts(query, generation)
 
-    async def _read_rows(self) -> tuple[LineupQuery, int] | None:
-        """The count and the first page of the current filters, shown; returns the
-        query and its generation, or None when it failed (said on screen) or a later
-        change took its place."""
+    async def _read_rows(self, page: int = 0) -> tuple[LineupQuery, int] | None:
+        """The count and page `page` (the last one when the result has fewer) of the
+        current filters, shown; returns the query and its generation, or None when it
+        failed (said on screen) or a later change took its place."""
         self._generation += 1
         generation = self._generation
         taxonomy = self.account.context.taxonomy
@@ -146,7 +153,8 @@ class LineupsModel(param.Parameterized):
             return None
         self.busy = True
         try:
-            result = await self.account.run(lambda session, buyer: _result(session, buyer.id, query, self._order()))
+            order = self._order()
+            result = await self.account.run(lambda session, buyer: _result(session, buyer.id, query, order, page))
         except SessionLost:
             return None
         except LineupsError as error:
@@ -205,7 +213,7 @@ class LineupsModel(param.Parameterized):
 
     def _show(self, result: dict[str, Any]) -> None:
         with param.parameterized.batch_call_watchers(self):
-            self._set_page_silently(0)
+            self._set_page_silently(result.pop("page", 0))
             self.param.update(error="", selected_id="", described=self.summary(), busy=False, **result)
 
     @param.depends("sort_by", "descending", watch=True)
@@ -292,6 +300,49 @@ class LineupsModel(param.Parameterized):
     def _order(self) -> tuple[str, bool] | None:
         return (self.sort_by, not self.descending) if self.sort_by else None
 
+    def view_args(self) -> dict[str, str]:
+        """The table's order, page and columns as the page's address names them
+        (issue 45 item 7), defaults left out: `_sort=quantity` or `_sort_desc=quantity`,
+        `_page=3` (from 1), `_col=vessel,port,qty`."""
+        args: dict[str, str] = {}
+        if self.sort_by:
+            args[SORT_DESC_ARG if self.descending else SORT_ARG] = self.sort_by
+        if self.page:
+            args[PAGE_ARG] = str(self.page + 1)
+        if list(self.columns) != DEFAULT_COLUMNS:
+            args[COLUMNS_ARG] = ",".join(c for c in COLUMN_TITLES if c in self.columns)
+        return args
+
+    @staticmethod
+    def view_params(args: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
+        """The params (`sort_by`, `descending`, `page`, `columns`) an address's
+        `view_args` give, to make a model with, and what of them could not be used, in
+        words (issue 45 item 9: a bad value is said, the rest applies)."""
+        params: dict[str, Any] = {}
+        ignored: list[str] = []
+        if SORT_ARG in args and SORT_DESC_ARG in args:
+            ignored.append("the address names two orders, so the table is in date order")
+        else:
+            name = SORT_DESC_ARG if SORT_DESC_ARG in args else SORT_ARG
+            column = args.get(name)
+            if column in SORT_ORDERS.values() and column:
+                params.update(sort_by=column, descending=name == SORT_DESC_ARG)
+            elif column is not None:
+                ignored.append(f"the table cannot be sorted by “{column}”, so it is in date order")
+        if PAGE_ARG in args:
+            text = args[PAGE_ARG]
+            if text.isascii() and text.isdigit() and int(text) >= 1:
+                params["page"] = int(text) - 1
+            else:
+                ignored.append(f"“{text}” is not a page number, so the first page is shown")
+        if COLUMNS_ARG in args:
+            names = [name.strip() for name in args[COLUMNS_ARG].split(",") if name.strip()]
+            known = [c for c in COLUMN_TITLES if c in names]
+            ignored += [f"“{name}” is not a column of the table" for name in names if name not in COLUMN_TITLES]
+            if known:
+                params["columns"] = known
+        return params, ignored
+
     def _show_nothing(self, message: str) -> None:
         """No rows, and why: never the old rows under new filters."""
         empty, nothing = empty_rows(), Summary.empty()
@@ -361,12 +412,14 @@ class LineupsModel(param.Parameterized):
         return self.filters.describe(self.account.feed_names)
 
 
-def _result(session, buyer_id: str, query: LineupQuery, order) -> dict[str, Any]:
-    """The rows a filter change shows, read on the explorer's threads: the first page
-    and the count, never the whole result (which of them look like duplicates is
-    read after they are shown, `_duplicates`)."""
-    first = data.page(session, buyer_id, query, 0, PAGE_SIZE, order)
-    return {"row_count": data.count(session, buyer_id, query), "page_rows": first.reset_index(drop=True), "duplicates": {}}
+def _result(session, buyer_id: str, query: LineupQuery, order, page: int = 0) -> dict[str, Any]:
+    """The rows a filter change shows, read on the explorer's threads: the count and
+    page `page` (the last page when there are fewer), never the whole result (which of
+    them look like duplicates is read after they are shown, `_duplicates`)."""
+    count = data.count(session, buyer_id, query)
+    page = min(page, max(0, (count - 1) // PAGE_SIZE))
+    rows = data.page(session, buyer_id, query, page * PAGE_SIZE, PAGE_SIZE, order)
+    return {"row_count": count, "page_rows": rows.reset_index(drop=True), "duplicates": {}, "page": page}
 
 
 def _charts(session, buyer_id: str, query: LineupQuery) -> dict[str, Any]:

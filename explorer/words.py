@@ -10,12 +10,15 @@ from __future__ import annotations
 from typing import Mapping
 
 from store.errors import Forbidden, LineupsError, NotFound, ValidationError
+from store.fields import VESSEL_STATUSES
 
 #: The filters' names as the explorer's form shows them.
 FILTER_LABELS = {
     "source": "Feed", "port": "Port", "country": "Country", "port_name": "Port name", "from": "From date",
-    "to": "To date", "commodity": "Commodity", "latest": "Latest call", "merge": "Rows",
+    "to": "To date", "commodity": "Commodity", "status": "Vessel status", "latest": "Latest call", "merge": "Rows",
 }
+#: A status filter of every status but `departed`, said as "not departed".
+_NOT_DEPARTED = [status for status in VESSEL_STATUSES if status != "departed"]
 
 
 def describe_filters(params: Mapping[str, str], feed_names: Mapping[str, str] | None = None) -> str:
@@ -43,6 +46,13 @@ def describe_filters(params: Mapping[str, str], feed_names: Mapping[str, str] | 
         parts.append(f"from {start}")
     elif end:
         parts.append(f"until {end}")
+    if "status" in params:
+        wanted = {n.strip().lower() for n in params.pop("status").split(",")}
+        statuses = [status for status in VESSEL_STATUSES if status in wanted]
+        if statuses == _NOT_DEPARTED:
+            parts.append("not departed")
+        else:
+            parts.append("status " + (" or ".join(statuses)))
     if params.pop("latest", "false").lower() == "true":
         parts.append("latest call per vessel and port only")
     if params.pop("merge", "all").lower() == "by_source":

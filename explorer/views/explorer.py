@@ -20,7 +20,7 @@ from explorer.session import Account
 from explorer.feeds import FeedsModel
 from explorer.shares import SharesModel
 from explorer.filters import LineupFilters, today
-from explorer.state import LineupsModel
+from explorer.state import VIEW_ARGS, LineupsModel
 from explorer.views.connection import ConnectionBanner
 from explorer.views.feeds import FeedsView
 from explorer.views.lineups import LineupsView
@@ -37,23 +37,32 @@ HEADER_CSS = """
 
 
 def addressed_lineups(account: Account, read: bool = True) -> tuple[LineupsModel, str]:
-    """The buyer's lineups under the filters of the page's address (`opened_filters`)
-    and what of the address could not be used; `read` as `LineupsModel`'s."""
+    """The buyer's lineups under the filters, order, page and columns of the page's
+    address (`opened_filters`, `LineupsModel.view_params`) and what of the address
+    could not be used; `read` as `LineupsModel`'s."""
+    args = address_args()
+    shown = {name: args.pop(name) for name in VIEW_ARGS if name in args}
     filters = LineupFilters.of(account)
-    notice = opened_filters(filters, account)
-    return LineupsModel(account, read=read, filters=filters), notice
+    ignored = opened_filters(filters, account, args)
+    view, unused = LineupsModel.view_params(shown)
+    ignored += unused
+    notice = ("Some of this address was left out: " + "; ".join(ignored) + ".") if ignored else ""
+    return LineupsModel(account, read=read, filters=filters, **view), notice
 
 
-def opened_filters(filters: LineupFilters, account: Account) -> str:
-    """Set `filters` from the page's address, or to upcoming calls when it names
-    none; returns what of the address could not be used, in words ("" if all)."""
+def address_args() -> dict[str, str]:
+    """The page's query arguments (the first value of each), without Bokeh's own."""
     raw = pn.state.session_args if pn.state.curdoc is not None else {}
-    args = {k: v[0].decode("utf-8", "replace") for k, v in raw.items() if v and k != "bokeh-autoload-element"}
+    return {k: v[0].decode("utf-8", "replace") for k, v in raw.items() if v and not k.startswith("bokeh-")}
+
+
+def opened_filters(filters: LineupFilters, account: Account, args: dict[str, str]) -> list[str]:
+    """Set `filters` from the address's filter arguments `args`, or to upcoming calls
+    when there are none; returns what of them could not be used, in words."""
     if not args:
         filters.reset(today())
-        return ""
-    ignored = filters.set_args(args, account.context.taxonomy)
-    return ("Some filters of this address were left out: " + "; ".join(ignored) + ".") if ignored else ""
+        return []
+    return filters.set_args(args, account.context.taxonomy)
 
 
 class Explorer(Viewer):
@@ -99,11 +108,14 @@ class Explorer(Viewer):
         if pn.state.curdoc is not None:
             pn.state.onload(self._write_address)  # the address names the filters shown
 
-    @param.depends("lineups.filters.param", watch=True)
+    @param.depends(
+        "lineups.filters.param", "lineups.sort_by", "lineups.descending", "lineups.page", "lineups.columns", watch=True,
+    )
     def _write_address(self) -> None:
         location = pn.state.location
         if location is not None:
-            location.search = "?" + urlencode(self.lineups.filters.url_args())
+            args = {**self.lineups.filters.url_args(), **self.lineups.view_args()}
+            location.search = "?" + urlencode(args, safe=",")
 
     @param.depends("tab", watch=True, on_init=True)
     def _opened(self) -> None:

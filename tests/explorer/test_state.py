@@ -388,8 +388,8 @@ def test_the_explorer_opens_screens_on_demand(account):
     explorer.lineups.filters.port = "BRSSZ"
     explorer.tab = 1
     explorer.shares.param.trigger("create")
-    # The explorer opens on upcoming calls: from today (UTC).
-    assert explorer.shares.created_summary == f"Port BRSSZ · from {dt.datetime.now(dt.timezone.utc).date()}"
+    # The explorer opens on upcoming calls: from today (UTC), not departed (issue 45 item 4).
+    assert explorer.shares.created_summary == f"Port BRSSZ · from {dt.datetime.now(dt.timezone.utc).date()} · not departed"
     assert isinstance(explorer.lineups.table(), pd.DataFrame)
 
 
@@ -411,8 +411,13 @@ def test_every_sort_order_puts_blanks_last_both_ways(account):
             blanks = values.isna().to_numpy()
             assert not blanks[: (~blanks).sum()].any(), (label, descending)  # blanks after every value
     model.param.update(sort_by="quantity", descending=False)
-    quantities = sorted_rows(rows, "quantity", True)["quantity"].dropna().astype(float).tolist()
-    assert quantities == sorted(quantities)  # numbers, not text
+    ordered = sorted_rows(rows, "quantity", True).dropna(subset=["quantity"])
+    # Numbers, not text, and within one unit at a time (issue 45 item 5): tonnes first.
+    units = ordered["quantity_unit"].astype(object).fillna("").tolist()
+    assert units == sorted(units, key=lambda u: ("MT", "BBL", "Units", "").index(u)) and units[0] == "MT"
+    for _unit, part in ordered.groupby(ordered["quantity_unit"].astype(object).fillna(""), sort=False):
+        quantities = part["quantity"].astype(float).tolist()
+        assert quantities == sorted(quantities)
 
 
 def test_paging_reads_the_page_on_screen(account):
@@ -510,7 +515,60 @@ def test_filters_from_and_to_the_address(account):
     assert len(ignored) == 3 and not any("'" in text or "parameter" in text for text in ignored)
     assert filters.url_args() == {"source": "all"}  # nothing narrows: said explicitly
     filters.reset(dt.date(2026, 11, 24))
-    assert filters.url_args() == {"from": "2026-11-24"}
+    assert filters.url_args() == {"from": "2026-11-24", "status": "expected,anchored,berthed"}
+
+
+def test_an_address_says_what_of_it_could_not_be_used(account):
+    """Issue 45 item 9: `latest=maybe`, a status, merge mode or filter name that is
+    none is said in words; the rest of the address applies."""
+    filters = LineupsModel(account).filters
+    ignored = filters.set_args(
+        {"port": "BRSSZ", "latest": "maybe", "status": "Berthed,moored", "merge": "raw", "vessel": "X"}, default_taxonomy(),
+    )
+    assert ignored == [
+        "“vessel” is not a filter",
+        "“moored” is not a vessel status (expected, anchored, berthed or departed)",
+        "“maybe” is not true or false, so every call is shown, not only the latest",
+        "“raw” is not a way of merging rows, so the feeds are merged",
+    ]
+    assert filters.url_args() == {"port": "BRSSZ", "status": "berthed"}
+    assert filters.describe() == "Port BRSSZ · status berthed"
+
+
+def test_the_tables_order_page_and_columns_to_and_from_the_address(account):
+    """Issue 45 item 7: `_sort`/`_sort_desc`, `_page` (from 1) and `_col`, as Datasette
+    names them; a bad one is said and left out."""
+    model = LineupsModel(account, read=False)
+    assert model.view_args() == {}
+    model.param.update(sort_by="quantity", descending=True, columns=["qty", "vessel", "etd"])
+    model._set_page_silently(2)
+    assert model.view_args() == {"_sort_desc": "quantity", "_page": "3", "_col": "vessel,qty,etd"}
+    params, ignored = LineupsModel.view_params(model.view_args())
+    assert params == {"sort_by": "quantity", "descending": True, "page": 2, "columns": ["vessel", "qty", "etd"]}
+    assert ignored == []
+    params, ignored = LineupsModel.view_params({"_sort": "price", "_page": "zero", "_col": "vessel,colour"})
+    assert params == {"columns": ["vessel"]}
+    assert ignored == [
+        "the table cannot be sorted by “price”, so it is in date order",
+        "“zero” is not a page number, so the first page is shown",
+        "“colour” is not a column of the table",
+    ]
+
+
+def test_a_model_opens_on_the_page_its_address_names(account):
+    """Issue 45 item 7: the first read is of the address's page (the last one when
+    the result has fewer), in its order."""
+    model = LineupsModel(account, read=False, sort_by="vessel_name", page=1)
+    asyncio.run(model.read_first())
+    whole = result_of(model)
+    assert model.page == 1 and model.row_count == len(whole) > PAGE_SIZE
+    from pipeline_reference import sorted_rows
+
+    expected = sorted_rows(whole, "vessel_name", True)["id"].iloc[PAGE_SIZE : 2 * PAGE_SIZE]
+    assert list(model.page_rows["id"]) == list(expected)
+    model = LineupsModel(account, read=False, page=10_000)
+    asyncio.run(model.read_first())
+    assert model.page == (model.row_count - 1) // PAGE_SIZE and len(model.page_rows) > 0
 
 
 def test_ports_and_countries_narrow_to_the_chosen_feed(account):
