@@ -2,10 +2,16 @@
 lost its server (issue 17, item 3), and keyboard use (item 10).
 
 Bokeh's page raises `connection_lost` on its document when the websocket closes;
-the banner then shows, above everything, with a Reload button, and the page is
-marked `lineups-offline` so that nothing on it looks current. The browser's Back
-and Forward buttons reload the page, so that the filters in the address (item 6)
-are the ones shown.
+the banner then shows at the foot of the window (the header and its Log out stay
+in view and usable) with a Reload button, and the screens below the header are
+dimmed and take no input (`inert`): a filter changed now would never be applied,
+and the page would show it over the rows of another filter (issue 45 item 8). The
+page then asks the server for the explorer's address, every few seconds (longer
+apart as time passes), and reloads itself once the server answers: a server that
+restarted has no session for the page, and the reloaded page shows the filters of
+its address, the last ones the server applied. The browser's Back and Forward
+buttons reload the page, so that the filters in the address (item 6) are the ones
+shown.
 
 Keyboard: the screen tabs open with Enter or Space, and each table row takes focus
 (Tab) and opens its detail with Enter or Space, as a click does. A checkbox's text
@@ -66,6 +72,29 @@ class ConnectionBanner(JSComponent):
       }
     }
 
+    // Every Bokeh view on the page that `test` accepts.
+    function views(test) {
+      const found = []
+      for (const root of Object.values(window.Bokeh?.index ?? {})) found.push(...root.owner.query(test))
+      return found
+    }
+
+    // Ask the server for this page's address until it answers (any HTTP status: a
+    // redirect to the login page too), then reload: 2 s apart, then up to 30 s.
+    function reloadWhenBack(text, wait = 2000, since = Date.now()) {
+      setTimeout(async () => {
+        try {
+          await fetch(window.location.href, { cache: "no-store", redirect: "manual", credentials: "same-origin" })
+          window.location.reload()
+          return
+        } catch (refused) {
+          if (Date.now() - since > 120000)
+            text.textContent = "The server does not answer yet. The page reloads by itself when it is back, or press Reload."
+        }
+        reloadWhenBack(text, Math.min(wait * 1.5, 30000), since)
+      }, wait)
+    }
+
     export function render({ view, el }) {
       keepTablesInStep()
       const bar = document.createElement("div")
@@ -73,7 +102,8 @@ class ConnectionBanner(JSComponent):
       bar.setAttribute("role", "alert")
       bar.hidden = true
       const text = document.createElement("span")
-      text.textContent = "The connection to the server was lost: what you see may be out of date, and changes are not applied."
+      text.textContent = "The connection to the server was lost: what you see may be out of date, and changes are not applied. " +
+        "The page reloads by itself when the server is back."
       const button = document.createElement("button")
       button.textContent = "Reload"
       button.addEventListener("click", () => window.location.reload())
@@ -82,7 +112,12 @@ class ConnectionBanner(JSComponent):
       view.model.document.on_event("connection_lost", () => {
         bar.hidden = false
         document.body.classList.add("lineups-offline")
+        for (const screens of views((v) => v.model.css_classes?.includes("explorer-tabs"))) {
+          screens.el.inert = true
+          screens.el.style.opacity = "0.45"
+        }
         button.focus()
+        reloadWhenBack(text)
       })
       window.addEventListener("popstate", () => window.location.reload())
       const activate = (event) => {
@@ -124,9 +159,9 @@ class ConnectionBanner(JSComponent):
 
 
 BANNER_CSS = """
-        .offline-banner { position: fixed; top: 0; left: 0; right: 0; z-index: 10000; display: flex; gap: 16px;
+        .offline-banner { position: fixed; bottom: 0; left: 0; right: 0; z-index: 10000; display: flex; gap: 16px;
           align-items: center; justify-content: center; background: #a30000; color: #fff; padding: 12px 16px;
-          font: 600 15px system-ui, sans-serif; box-shadow: 0 2px 8px rgba(0,0,0,.3); }
+          font: 600 15px system-ui, sans-serif; box-shadow: 0 -2px 8px rgba(0,0,0,.3); }
         .offline-banner button { font: inherit; color: #a30000; background: #fff; border: 0; border-radius: 4px;
           padding: 6px 14px; cursor: pointer; }
         .offline-banner[hidden] { display: none; }

@@ -57,10 +57,11 @@ def free_port() -> int:
 class Server:
     """`lineups serve` on a free port over a SQLite store."""
 
-    def __init__(self, db_url: str, folder: Path):
-        self.port = free_port()
+    def __init__(self, db_url: str, folder: Path, port: int | None = None):
+        """`port`: that one (a server started again where another was), else a free one."""
+        self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
-        self.log_path = folder / f"server-{self.port}.log"
+        self.log_path = folder / f"server-{self.port}-{time.monotonic_ns()}.log"
         self._log = open(self.log_path, "w")
         env = {**os.environ, "LINEUPS_SECRET": SECRET}
         # `lineups serve`, the API beside the explorer: the CSV download is the API's
