@@ -353,6 +353,8 @@ class MergedRow(Base):
         # and `latest` probes a pair's rows of the reader's feeds, in the index.
         Index("ix_merged_rows_vessel", "view_id", "vessel_key", "port_unlocode", "source_id"),
         Index("ix_merged_rows_top", "view_id", "is_top", "sort_key", "id"),
+        # The first view's count: the calls not departed from today on (migration 0017).
+        Index("ix_merged_rows_status", "view_id", "vessel_status", "sort_key", "id"),
         {"sqlite_with_rowid": False},
     )
 

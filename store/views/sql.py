@@ -366,9 +366,10 @@ def count_statement(query: LineupQuery, taxonomy: Taxonomy, target: Target) -> S
 
 
 def _from_only(query: LineupQuery) -> bool:
-    """Whether `from` is the query's only filter."""
-    others = (query.port, query.country, query.port_name, query.commodity, query.status, query.date_to)
-    return query.date_from is not None and not any(others)
+    """Whether `from` is the query's only filter, but for a `status` without `latest`
+    (the explorer's first view: upcoming calls, not departed)."""
+    others = (query.port, query.country, query.port_name, query.commodity, query.date_to)
+    return query.date_from is not None and not any(others) and not (query.status and query.latest)
 
 
 def _from_count(query: LineupQuery, target: Target) -> Select:
@@ -399,7 +400,13 @@ def _from_count(query: LineupQuery, target: Target) -> Select:
         row.span_end >= start,
     )
     if not query.latest:
-        after = select(func.count()).where(*dated_after, row.is_top.in_((0, 1)))
+        if query.status:
+            # The statuses' ranges of their own index (view, status, sort key).
+            statuses = row.vessel_status.in_(list(query.status))
+            after = select(func.count()).where(*dated_after, statuses)
+            crossing = (*crossing, statuses)
+        else:
+            after = select(func.count()).where(*dated_after, row.is_top.in_((0, 1)))
         return select(after.scalar_subquery() + select(func.count()).where(*crossing).scalar_subquery())
     tops = select(func.count()).where(*dated_after, row.is_top == 1)
     counted = (
