@@ -13,10 +13,12 @@ its address, the last ones the server applied. The browser's Back and Forward
 buttons reload the page, so that the filters in the address (item 6) are the ones
 shown.
 
-Keyboard: the screen tabs open with Enter or Space, and each table row takes focus
-(Tab) and opens its detail with Enter or Space, as a click does. A checkbox's text
-toggles it, as a label would. Panel draws every
-component in its own shadow root, so the rows are found by walking them.
+Keyboard (issue 45 item 3): the screen tabs come first in the tab order and open with
+Enter or Space. A table is one tab stop: its current row (no cell, no scrolling
+box); the arrow keys, Home, End, Page Up and Page Down move between its rows, and
+Enter or Space opens a row's detail as a click does, then moves the focus to the
+detail, scrolled into view. A checkbox's text toggles it, as a label would. Panel
+draws every component in its own shadow root, so rows are found by walking them.
 
 Tables in step with their data: Panel's Tabulator (1.9.4) drops a data update
 that reaches a table still being built (its `setData` returns early until
@@ -121,12 +123,21 @@ class ConnectionBanner(JSComponent):
       })
       window.addEventListener("popstate", () => window.location.reload())
       const activate = (event) => {
-        if (event.key !== "Enter" && event.key !== " ") return
         const target = event.composedPath()[0]
         if (!(target instanceof HTMLElement)) return
-        if (target.classList.contains("bk-tab") || target.classList.contains("tabulator-row")) {
+        if (target.classList.contains("tabulator-row") && moveInTable(target, event.key)) {
+          event.preventDefault()
+          return
+        }
+        if (event.key !== "Enter" && event.key !== " ") return
+        if (target.classList.contains("bk-tab")) {
           event.preventDefault()
           target.click()
+        } else if (target.classList.contains("tabulator-row")) {
+          event.preventDefault()
+          const before = new Set(views(isDetail).map((v) => v.el))
+          target.click()
+          focusDetail(before)
         }
       }
       document.addEventListener("keydown", activate, true)
@@ -137,19 +148,70 @@ class ConnectionBanner(JSComponent):
         const box = target.previousElementSibling
         if (box instanceof HTMLInputElement && box.type === "checkbox") box.click()
       }, true)
-      const rows = (root, found) => {
-        for (const node of root.querySelectorAll("*")) {
-          if (node.classList.contains("tabulator-row")) found.push(node)
-          if (node.shadowRoot) rows(node.shadowRoot, found)
-        }
-        return found
+      // Rows are drawn afresh with every page, and the tabs' header again with its
+      // tabs: keep the tab order so (a few elements, checked every 0.7 s).
+      setInterval(() => { tabsFirst(); oneStopTables() }, 700)
+    }
+
+    const isDetail = (v) => v.model.css_classes?.includes("row-detail") || v.model.css_classes?.includes("detail-error")
+
+    // Issue 45 item 3: the screen tabs come first in the tab order. Bokeh draws their
+    // header after the screen (placed above it by the grid): move it to the front.
+    function tabsFirst() {
+      for (const tabs of views((v) => v.model.css_classes?.includes("explorer-tabs"))) {
+        const header = [...tabs.shadow_el.children].find((c) => c.classList.contains("bk-header"))
+        const first = [...tabs.shadow_el.children].find((c) => c.tagName !== "STYLE" && c.tagName !== "LINK")
+        if (header != null && first !== header) tabs.shadow_el.insertBefore(header, first)
       }
-      // Rows are drawn afresh with every page: give the new ones a tab stop.
-      setInterval(() => {
-        for (const row of rows(document, [])) {
-          if (!row.hasAttribute("tabindex")) row.setAttribute("tabindex", "0")
-        }
-      }, 700)
+    }
+
+    // Elements of `root` and of the shadow roots within it that match `selector`.
+    function deepAll(root, selector, found = []) {
+      for (const node of root.querySelectorAll("*")) {
+        if (node.matches(selector)) found.push(node)
+        if (node.shadowRoot) deepAll(node.shadowRoot, selector, found)
+      }
+      return found
+    }
+
+    // Issue 45 item 3: a table is one tab stop (its current row; cells and the
+    // scrolling box are none), the arrow keys move between its rows.
+    function oneStopTables() {
+      for (const table of views((v) => v.model.css_classes?.includes("lineups-table"))) {
+        const root = table.shadow_el ?? table.el
+        for (const node of deepAll(root, ".tabulator-cell[tabindex], .tabulator-tableholder[tabindex]")) node.tabIndex = -1
+        const rows = deepAll(root, ".tabulator-row")
+        const current = rows.find((row) => row.getAttribute("tabindex") === "0") ?? rows[0]
+        for (const row of rows) row.tabIndex = row === current ? 0 : -1
+      }
+    }
+
+    // Arrow keys, Home, End, Page Up and Page Down from a row: focus another row of its
+    // table, which becomes the table's tab stop. Returns whether the key moved.
+    function moveInTable(row, key) {
+      const rows = [...row.parentElement.children].filter((r) => r.classList.contains("tabulator-row"))
+      const at = rows.indexOf(row)
+      const to = { ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: rows.length - 1, PageDown: at + 10, PageUp: at - 10 }[key]
+      if (to === undefined) return false
+      const next = rows[Math.max(0, Math.min(rows.length - 1, to))]
+      row.tabIndex = -1
+      next.tabIndex = 0
+      next.focus()
+      next.scrollIntoView({ block: "nearest" })
+      return true
+    }
+
+    // After Enter on a row: once its detail is drawn (a new element, not one of
+    // `before`), focus it and scroll it into view; give up after 20 s.
+    function focusDetail(before, since = Date.now()) {
+      const drawn = views(isDetail).map((v) => v.el).find((el) => !before.has(el) && el.isConnected)
+      if (drawn != null) {
+        drawn.tabIndex = -1
+        drawn.focus({ preventScroll: true })
+        drawn.scrollIntoView({ block: "start" })
+      } else if (Date.now() - since < 20000) {
+        setTimeout(() => focusDetail(before, since), 100)
+      }
     }
     """
 

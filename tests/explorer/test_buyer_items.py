@@ -128,7 +128,7 @@ def test_a_lost_connection_shows_a_banner_with_reload(browser, served):
         expect(page.locator(".offline-banner")).to_be_attached(timeout=15_000)
         expect(page.locator(".offline-banner")).to_be_hidden()
         server.stop()
-        page.locator(".filter-port select").select_option(label="Santos (BRSSZ)")
+        # (The screens then take no input: test_daily_use, issue 45 item 8.)
         banner = page.locator(".offline-banner")
         expect(banner).to_be_visible(timeout=15_000)
         expect(banner).to_contain_text("connection to the server was lost")
@@ -298,7 +298,7 @@ def test_keyboard_and_the_narrow_layout(browser, served):
         weekly, status = page.locator(".weekly-box").bounding_box(), page.locator(".status-box").bounding_box()
         assert status["width"] > 500 and status["y"] >= weekly["y"] + weekly["height"] - 1
         # A row takes focus and Enter opens its detail; a screen tab opens with Enter.
-        row = page.locator(".lineups-table .tabulator-row").nth(2)
+        row = page.locator(".lineups-table .tabulator-row").first  # the table's one tab stop (issue 45 item 3)
         expect(row).to_have_attribute("tabindex", "0")
         row.focus()
         page.keyboard.press("Enter")
