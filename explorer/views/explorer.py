@@ -105,13 +105,15 @@ class Explorer(Viewer):
         )
         self._tabs.link(self, active="tab", bidirectional=True)
         self._banner = ConnectionBanner() if self.banner else None
+        # The table's order, page and columns are in the address too (issue 45 item 7).
+        # (Watched here: with "lineups.filters.param", param left the model's own
+        # parameters of one `depends` unwatched.)
+        self.lineups.param.watch(self._write_address, ["sort_by", "descending", "page", "columns"])
         if pn.state.curdoc is not None:
             pn.state.onload(self._write_address)  # the address names the filters shown
 
-    @param.depends(
-        "lineups.filters.param", "lineups.sort_by", "lineups.descending", "lineups.page", "lineups.columns", watch=True,
-    )
-    def _write_address(self) -> None:
+    @param.depends("lineups.filters.param", watch=True)
+    def _write_address(self, *_events) -> None:
         location = pn.state.location
         if location is not None:
             args = {**self.lineups.filters.url_args(), **self.lineups.view_args()}

@@ -215,12 +215,14 @@ def test_filters_live_in_the_address(page, served):
     page.locator(".preset button", has_text="Next 7 days").click()
     expect(page.locator(".filter-date_from input").first).to_have_value(TODAY.isoformat())
     expect(page.locator(".filter-date_to input").first).to_have_value((TODAY + dt.timedelta(days=6)).isoformat())
+    # Upcoming calls: from today, not departed (issue 45 item 4).
     page.locator(".reset-filters button").click()
-    expect(page).to_have_url(f"{base}/explorer/?from={TODAY.isoformat()}")
-    expect_text(page, ".row-count", f"rows · From {TODAY.isoformat()}")
+    upcoming = f"{base}/explorer/?from={TODAY.isoformat()}&status=expected,anchored,berthed"
+    expect(page).to_have_url(upcoming)
+    expect_text(page, ".row-count", f"rows · From {TODAY.isoformat()} · not departed")
     # A bare address opens on upcoming calls.
     page.goto(f"{base}/explorer")
-    expect(page).to_have_url(f"{base}/explorer/?from={TODAY.isoformat()}")
+    expect(page).to_have_url(upcoming)
 
 
 # ---------------------------------------------------------------- 7

@@ -119,3 +119,51 @@ def test_the_table_is_one_tab_stop_with_arrow_keys_and_enter_moves_to_the_detail
     expect(detail).to_contain_text(vessel)
     page.wait_for_function(f"() => {{ const f = {_FOCUSED}; const e = f(); return e && e.classes.includes('row-detail') }}")
     expect(detail).to_be_in_viewport()
+
+
+def address_args(page) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(page.url).query)
+
+
+# ---------------------------------------------------------------- 7
+def test_the_tables_order_page_and_columns_live_in_the_address(page, served):
+    """Item 7: the sort order, page and chosen columns are in the address like the
+    filters (`_sort`/`_sort_desc`, `_page`, `_col`), and a reload or a sent address
+    opens on them."""
+    from playwright.sync_api import expect
+
+    sign_in(page, served, "/explorer?port=BRSSZ")
+    page.locator(".sort-by select").select_option(label="Vessel")
+    expect(page).to_have_url(re.compile(r"_sort=vessel_name"))
+    page.locator(".sort-descending input").check()
+    expect(page).to_have_url(re.compile(r"_sort_desc=vessel_name"))
+    page.locator(".next-page button").click()
+    expect(page.locator(".page-range").first).to_have_text(re.compile(r"^51–100 of "))
+    expect(page).to_have_url(re.compile(r"_page=2"))
+    page.locator(".columns-card .card-header").click()
+    page.locator(".column-chooser label", has_text="IMO").click()
+    expect(page).to_have_url(re.compile(r"_col="))
+    args = address_args(page)
+    assert args["port"] == ["BRSSZ"] and args["_sort_desc"] == ["vessel_name"] and args["_page"] == ["2"]
+    assert args["_col"][0].split(",") == ["vessel", "port", "commodity", "qty", "eta", "etb", "status", "feeds", "imo"]
+    vessels = page.locator(".lineups-table .tabulator-row [tabulator-field=vessel]").all_inner_texts()
+    # A reload (or the address sent to a colleague) opens on the same rows, order and columns.
+    page.reload()
+    page.locator(".lineups-table .tabulator-row").first.wait_for()
+    expect(page.locator(".page-range").first).to_have_text(re.compile(r"^51–100 of "))
+    expect(page.locator(".lineups-table .tabulator-col-title", has_text="IMO")).to_have_count(1)
+    expect(page.locator(".sort-by select")).to_have_value(re.compile("."))
+    assert page.locator(".sort-descending input").is_checked()
+    assert page.locator(".lineups-table .tabulator-row [tabulator-field=vessel]").all_inner_texts() == vessels
+    expect_text(page, ".row-count", "Port BRSSZ")
+
+
+# ---------------------------------------------------------------- 9
+def test_an_address_with_bad_values_says_what_it_left_out(page, served):
+    """Item 9: `latest=maybe` (and a bad sort or page) is said on screen, the rest of
+    the address applies."""
+    sign_in(page, served, "/explorer?port=BRSSZ&latest=maybe&_sort=colour&_page=zero")
+    for said in ("“maybe” is not true or false", "cannot be sorted by “colour”", "“zero” is not a page number"):
+        expect_text(page, ".address-notice", said)
+    expect_text(page, ".row-count", "Port BRSSZ")
+    assert "latest" not in row_count(page)
