@@ -36,15 +36,17 @@ PAGE_SIZE = 50
 #: The table's columns: what each shows, in the order of the column chooser.
 COLUMN_TITLES = {
     "vessel": "Vessel", "port": "Port", "commodity": "Commodity", "qty": "Qty", "eta": "ETA (UTC)",
-    "etb": "ETB (UTC)", "status": "Status", "feeds": "Feeds", "imo": "IMO", "operation": "Operation",
-    "etd": "ETD (UTC)", "country": "Country", "berth": "Berth", "shipper": "Shipper", "receiver": "Receiver",
+    "etb": "ETB (UTC)", "etd": "ETD (UTC)", "status": "Status", "feeds": "Feeds", "imo": "IMO", "operation": "Operation",
+    "country": "Country", "berth": "Berth", "shipper": "Shipper", "receiver": "Receiver",
     "charterer": "Charterer", "updated": "Updated (UTC)",
 }
-DEFAULT_COLUMNS = ["vessel", "port", "commodity", "qty", "eta", "etb", "status", "feeds"]
+#: ETD too: a call that began days ago is upcoming when its ETD is not past (issue 45
+#: item 4: the dates the first view's "from today" matched are on screen).
+DEFAULT_COLUMNS = ["vessel", "port", "commodity", "qty", "eta", "etb", "etd", "status", "feeds"]
 #: The orders a buyer can pick: label → (column of `explorer.data.SORTABLE`, or "" for C3's).
 SORT_ORDERS = {
     "Date (earliest ETA, ETB or ETD)": "", "Vessel": "vessel_name", "Port": "port_name",
-    "Commodity": "commodity_normalized", "Quantity": "quantity", "ETA": "eta", "ETB": "etb", "ETD": "etd",
+    "Commodity": "commodity_normalized", "Quantity (within each unit)": "quantity", "ETA": "eta", "ETB": "etb", "ETD": "etd",
     "Status": "vessel_status", "Feeds": "source_name", "IMO": "vessel_imo", "Operation": "operation",
     "Country": "country_name", "Last updated": "updated_at",
 }
@@ -406,6 +408,21 @@ class LineupsModel(param.Parameterized):
         first = self.page * PAGE_SIZE + 1
         last = min(self.row_count, first + PAGE_SIZE - 1)
         return f"{first:,}–{last:,} of {self.row_count:,}"
+
+    @param.depends("row_count", "page")
+    def on_last_page(self) -> bool:
+        """Whether the page on screen is the last (Next has nowhere to go)."""
+        return self.page >= max(0, (self.row_count - 1) // PAGE_SIZE)
+
+    @param.depends("sort_by")
+    def order_note(self) -> str:
+        """What the order on screen is, where it is not plain: quantities are compared
+        within one unit (issue 45 item 5), and downloads keep the date order (item 7)."""
+        if not self.sort_by:
+            return ""
+        note = ("Quantities are compared within one unit: tonnes (MT) first, then barrels (BBL), then units; "
+                "rows without a quantity last. ") if self.sort_by == "quantity" else ""
+        return note + "The CSV download and share links list the rows by date (the API's order), not in this order."
 
     @param.depends("filters.param")
     def summary(self) -> str:

@@ -50,12 +50,14 @@ SCREEN_CSS = """
 MAIN_CSS = """
 @media (min-width: 1001px) { .filters-toggle { display: none !important; } }
 """
+#: The four vessel statuses in two columns.
+STATUS_CSS = ".bk-input-group { display: grid !important; grid-template-columns: 1fr 1fr; }"
 TABLE_CSS = """
 .tabulator-row.tabulator-selected .tabulator-cell { background: #d6e6f7; }
 .tabulator-row:focus { outline: 2px solid #0b5cab; outline-offset: -2px; }
 .tabulator-cell { white-space: normal; }
 """
-DOWNLOAD_LABEL = "Download CSV (all rows)"
+DOWNLOAD_LABEL = "Download CSV (all rows, by date)"
 #: The download link drawn as the primary button it replaces.
 DOWNLOAD_CSS = """
 .download-csv { display: inline-block; box-sizing: border-box; width: 220px; padding: 6px 12px; text-align: center;
@@ -103,6 +105,13 @@ class LineupsView(Viewer):
             filters.param, parameters=names[names.index("date_to") + 1 :], widgets=FILTER_WIDGETS, show_name=False,
             width=WIDTH + 20, css_classes=["lineup-options"],
         )
+        self._vessel_status = pn.Column(
+            pn.pane.Markdown("Vessel status (none ticked: any)", margin=(0, 10)),
+            pn.widgets.CheckBoxGroup.from_param(
+                filters.param.status, width=WIDTH, css_classes=["filter-status"], stylesheets=[STATUS_CSS],
+            ),
+            width=WIDTH + 20,
+        )
         self._presets = pn.GridBox(
             *(self._preset_button(label) for label in PRESETS), ncols=2, width=WIDTH + 20, css_classes=["date-presets"],
         )
@@ -113,12 +122,12 @@ class LineupsView(Viewer):
             model.table, pagination=None, sortable=False, selectable=1, disabled=True, show_index=False,
             hidden_columns=["id"], titles=COLUMN_TITLES, frozen_columns=["vessel"], layout="fit_columns",
             # Widths that fit 1,400 px; narrower screens scroll sideways, Vessel kept in view.
-            widths={"vessel": 175, "port": 145, "commodity": 160, "qty": 100, "eta": 125, "etb": 125, "status": 80,
-                    "feeds": 170},
+            widths={"vessel": 160, "port": 140, "commodity": 145, "qty": 100, "eta": 95, "etb": 95, "etd": 95,
+                    "status": 80, "feeds": 155},
             sizing_mode="stretch_width", css_classes=["lineups-table"], stylesheets=[TABLE_CSS],
             height=model.param.page_rows.rx.pipe(_table_height),
-            formatters={"vessel": {"type": "textarea"}, "feeds": {"type": "textarea"}, "port": {"type": "textarea"},
-                        "commodity": {"type": "textarea"}},
+            # Text wraps (a time: its day above its hour), so that the default columns fit 1,400 px.
+            formatters={name: {"type": "textarea"} for name in ("vessel", "feeds", "port", "commodity", "eta", "etb", "etd")},
             # A page is 50 rows: draw them all (no virtual rows), so each row can take focus.
             configuration={"renderVertical": "basic", "columnDefaults": {"minWidth": 80}},
         )
@@ -128,14 +137,19 @@ class LineupsView(Viewer):
             model.param.error.rx.pipe(md), alert_type="danger", visible=model.param.error.rx.bool(), css_classes=["query-error"],
         )
         self._pager = pn.Row(
-            pn.widgets.Button.from_param(model.param.previous_page, width=100, css_classes=["previous-page"]),
+            pn.widgets.Button.from_param(
+                model.param.previous_page, width=100, css_classes=["previous-page"], disabled=model.param.page.rx.not_(),
+            ),
             pn.pane.Markdown(model.range_text, css_classes=["page-range"], margin=(12, 10)),
-            pn.widgets.Button.from_param(model.param.next_page, width=100, css_classes=["next-page"]),
+            pn.widgets.Button.from_param(
+                model.param.next_page, width=100, css_classes=["next-page"], disabled=model.on_last_page,
+            ),
             pn.layout.HSpacer(),
             pn.widgets.Select.from_param(model.param.sort_by, width=230, css_classes=["sort-by"]),
             pn.widgets.Checkbox.from_param(model.param.descending, margin=(32, 10, 0, 10), css_classes=["sort-descending"]),
             sizing_mode="stretch_width", css_classes=["pager"],
         )
+        self._order_note = pn.pane.Markdown(model.order_note, css_classes=["order-note"], margin=(0, 10))
         self._columns = pn.Card(
             pn.widgets.CheckBoxGroup.from_param(model.param.columns, inline=True, css_classes=["column-chooser"]),
             title="Columns", collapsed=True, sizing_mode="stretch_width", css_classes=["columns-card"],
@@ -271,13 +285,13 @@ class LineupsView(Viewer):
 
     def __panel__(self):
         sidebar = pn.Column(
-            "### Filters", self._filters, self._presets, self._commodity, self._options,
+            "### Filters", self._filters, self._presets, self._commodity, self._vessel_status, self._options,
             pn.widgets.Button.from_param(self.param.reset, color="default", width=WIDTH, css_classes=["reset-filters"]),
             self._download, width=WIDTH + 30, css_classes=["sidebar"],
         )
         toggle = pn.widgets.Toggle.from_param(self.param.filters_open, width=120, css_classes=["filters-toggle"])
         main = pn.Column(
-            toggle, self._error, self._count, self._pager, self._table, self._columns, self._detail, self._charts,
+            toggle, self._error, self._count, self._pager, self._order_note, self._table, self._columns, self._detail, self._charts,
             sizing_mode="stretch_width", css_classes=["lineups-main"], stylesheets=[MAIN_CSS],
             styles={"flex": "1 1 auto", "min-width": "0"},
         )

@@ -78,7 +78,7 @@ def test_quantity_sorts_as_numbers_with_blanks_last_both_ways(page, served):
     port, subgroup = sizes[(sizes["rows"].between(10, 45)) & (sizes["blanks"] > 0)].index[0]
     args = {"port": port, "commodity": subgroup}
     sign_in(page, served, f"/explorer?port={port}&commodity={subgroup.replace(' ', '%20').replace('&', '%26')}")
-    page.locator(".sort-by select").select_option(label="Quantity")
+    page.locator(".sort-by select").select_option(label="Quantity (within each unit)")
     expected = api_rows(served, args)["quantity"]
     for descending in (False, True):
         if descending:
@@ -103,7 +103,7 @@ def test_every_sort_order_reads_a_sorted_page(page, served):
     options = page.locator(".sort-by select option").all_inner_texts()
     assert options == list(SORT_ORDERS)
     rows = api_rows(served, {"port": "BRSSZ"})
-    for label, field in (("Vessel", "vessel"), ("ETA", "eta"), ("Status", "status"), ("Quantity", "qty")):
+    for label, field in (("Vessel", "vessel"), ("ETA", "eta"), ("Status", "status"), ("Quantity (within each unit)", "qty")):
         page.locator(".sort-by select").select_option(label=label)
         want = table_frame(sorted_rows(rows, SORT_ORDERS[label], True).head(50).reset_index(drop=True), {})[field]
         want = [v or "" for v in want]
@@ -254,7 +254,7 @@ def test_the_table_fits_1400_px_with_the_buyers_columns(page, served):
 
     sign_in(page, served, "/explorer?source=all")
     titles = page.locator(".lineups-table .tabulator-col-title").all_inner_texts()
-    assert [t for t in titles if t.strip() and t != "id"] == ["Vessel", "Port", "Commodity", "Qty", "ETA (UTC)", "ETB (UTC)", "Status", "Feeds"]
+    assert [t for t in titles if t.strip() and t != "id"] == ["Vessel", "Port", "Commodity", "Qty", "ETA (UTC)", "ETB (UTC)", "ETD (UTC)", "Status", "Feeds"]
     holder = page.locator(".lineups-table .tabulator-tableholder").first
     assert holder.evaluate("h => h.scrollWidth <= h.clientWidth + 1")
     expect(page.locator(".page-range").first).to_have_text(re.compile(r"^1–50 of [\d,]+\s*$"))

@@ -145,7 +145,7 @@ def test_the_tables_order_page_and_columns_live_in_the_address(page, served):
     expect(page).to_have_url(re.compile(r"_col="))
     args = address_args(page)
     assert args["port"] == ["BRSSZ"] and args["_sort_desc"] == ["vessel_name"] and args["_page"] == ["2"]
-    assert args["_col"][0].split(",") == ["vessel", "port", "commodity", "qty", "eta", "etb", "status", "feeds", "imo"]
+    assert args["_col"][0].split(",") == ["vessel", "port", "commodity", "qty", "eta", "etb", "etd", "status", "feeds", "imo"]
     vessels = page.locator(".lineups-table .tabulator-row [tabulator-field=vessel]").all_inner_texts()
     # A reload (or the address sent to a colleague) opens on the same rows, order and columns.
     page.reload()
@@ -167,3 +167,62 @@ def test_an_address_with_bad_values_says_what_it_left_out(page, served):
         expect_text(page, ".address-notice", said)
     expect_text(page, ".row-count", "Port BRSSZ")
     assert "latest" not in row_count(page)
+
+
+# ---------------------------------------------------------------- 4
+def test_the_first_view_is_the_calls_that_have_not_departed_with_their_dates(page, served):
+    """Item 4: a bare address opens on upcoming calls that have not departed, with the
+    ETD that the From date matched on screen; the status filter is a filter of its own."""
+    from playwright.sync_api import expect
+
+    sign_in(page, served, "/explorer")
+    expect(page).to_have_url(re.compile(r"status=expected,anchored,berthed"))
+    expect_text(page, ".row-count", f"From {TODAY.isoformat()} · not departed")
+    statuses = page.locator(".lineups-table .tabulator-row [tabulator-field=status]").all_inner_texts()
+    assert statuses and "departed" not in statuses
+    titles = page.locator(".lineups-table .tabulator-col-title").all_inner_texts()
+    assert "ETD (UTC)" in titles
+    # Every row on screen reaches today or later by one of its dates.
+    for row in page.locator(".lineups-table .tabulator-row").all()[:20]:
+        days = [row.locator(f"[tabulator-field={f}]").inner_text().split()[:1] for f in ("eta", "etb", "etd")]
+        assert max(d[0] for d in days if d) >= TODAY.isoformat()
+    # Departed only: a filter of its own, in the address.
+    boxes = page.locator(".filter-status input")
+    for index in range(4):
+        if boxes.nth(index).is_checked():
+            boxes.nth(index).uncheck()
+    boxes.nth(3).check()
+    expect(page).to_have_url(re.compile(r"status=departed(&|$)"))
+    expect_text(page, ".row-count", "status departed")
+    expect(page.locator(".lineups-table .tabulator-row [tabulator-field=status]", has_not_text="departed")).to_have_count(0)
+
+
+# ---------------------------------------------------------------- 5, 10
+def test_quantities_sort_within_their_unit_and_the_screen_says_so(page, served):
+    """Item 5: at Rotterdam, descending, the tonnes come first, largest first, and the
+    barrels after them; the screen says how quantities are compared, and that the
+    download keeps the date order (item 7). Item 10: Next is disabled on the last page,
+    and the download is named after its filters."""
+    from playwright.sync_api import expect
+
+    sign_in(page, served, "/explorer?port=NLRTM&_sort_desc=quantity")
+    expect_text(page, ".order-note", "compared within one unit")
+    expect_text(page, ".order-note", "CSV download and share links list the rows by date")
+    quantities = page.locator(".lineups-table .tabulator-row [tabulator-field=qty]").all_inner_texts()
+    units = [q.split()[-1] for q in quantities if q.strip()]
+    assert units and units[0] == "MT"
+    assert units == sorted(units, key=["MT", "BBL", "Units"].index)
+    tonnes = [float(q.split()[0].replace(",", "")) for q in quantities if q.endswith(" MT")]
+    assert tonnes == sorted(tonnes, reverse=True)
+    # The last page: Next disabled, Previous enabled.
+    expect(page.locator(".previous-page button")).to_be_disabled()
+    for page_number in range(2, 100):
+        if page.locator(".next-page button").is_disabled():
+            break
+        page.locator(".next-page button").click()
+        expect(page).to_have_url(re.compile(rf"_page={page_number}(&|$)"))
+    expect(page.locator(".page-range").first).to_have_text(re.compile(r"^[\d,]+–([\d,]+) of \1\s*$"))
+    expect(page.locator(".previous-page button")).to_be_enabled()
+    with page.expect_download() as download:
+        page.locator(".sidebar .bk-btn", has_text="Download CSV").click()
+    assert download.value.suggested_filename == f"lineups-nlrtm-{TODAY:%Y%m%d}.csv"
