@@ -22,7 +22,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 from bokeh.core.properties import field
-from bokeh.models import ColumnDataSource, FactorRange, HoverTool, Legend, LegendItem, TapTool
+from bokeh.models import ColumnDataSource, FactorRange, HoverTool, Legend, LegendItem, NumeralTickFormatter, TapTool
 from bokeh.plotting import figure
 
 UNRESOLVED = "Unresolved"
@@ -140,6 +140,7 @@ def weekly_quantity_chart(groups: Sequence[str], **options) -> figure:
         x="week", bottom="start", top="end", width=0.8, color="color", line_color="black", source=source,
     )
     chart.y_range.start = 0
+    chart.yaxis.formatter = NumeralTickFormatter(format="0,0")  # 12,000, never 1.2e+4 (issue 45 item 10)
     chart.xaxis.major_label_orientation = math.pi / 4
     chart.add_tools(HoverTool(renderers=[bars], tooltips=[
         ("Week starting", "@week"), ("Group", "@group"), ("Tonnes", "@value{0,0}"),
@@ -168,6 +169,7 @@ def status_by_port_chart(**options) -> figure:
         y="port", left="start", right="end", height=0.8, color="color", line_color="black", source=source,
     )
     chart.x_range.start = 0
+    chart.xaxis.formatter = NumeralTickFormatter(format="0,0")
     chart.add_tools(HoverTool(renderers=[bars], tooltips=[("Port", "@port"), ("Status", "@status"), ("Vessels", "@value{0,0}")]))
     _legend(chart, bars, "status", "right")
     return chart

@@ -191,7 +191,8 @@ class LineupFilters(param.Parameterized):
         return query
 
     def describe(self, feed_names: dict[str, str] | None = None) -> str:
-        return describe_filters({k: v[0] for k, v in self.to_args().items()}, feed_names)
+        ports = {p["unlocode"]: p["name"] for feed in self._feeds for p in feed["ports"] if p.get("name")}
+        return describe_filters({k: v[0] for k, v in self.to_args().items()}, feed_names, ports)
 
 
 _FILTERS = ("source", "port", "country", "port_name", "date_from", "date_to", "commodity", "status", "latest", "merge")

@@ -21,17 +21,21 @@ FILTER_LABELS = {
 _NOT_DEPARTED = [status for status in VESSEL_STATUSES if status != "departed"]
 
 
-def describe_filters(params: Mapping[str, str], feed_names: Mapping[str, str] | None = None) -> str:
+def describe_filters(
+    params: Mapping[str, str], feed_names: Mapping[str, str] | None = None, port_names: Mapping[str, str] | None = None,
+) -> str:
     """`params` (one value per /v1/lineups parameter) in words; "All lineups" when
-    nothing narrows the result. `feed_names` maps feed ids to names."""
-    feed_names = feed_names or {}
+    nothing narrows the result. `feed_names` maps feed ids to names, `port_names`
+    UN/LOCODEs to names ("port Santos (BRSSZ)", issue 45 item 10)."""
+    feed_names, port_names = feed_names or {}, port_names or {}
     params = {k: v for k, v in params.items() if v not in (None, "")}
     parts: list[str] = []
     source = params.pop("source", "all")
     if source.lower() != "all":
         parts.append(f"feed {feed_names.get(source, source)}")
     if "port" in params:
-        parts.append(f"port {params.pop('port').upper()}")
+        code = params.pop("port").upper()
+        parts.append(f"port {port_names[code]} ({code})" if port_names.get(code) else f"port {code}")
     if "country" in params:
         parts.append(f"country {params.pop('country')}")
     if "port_name" in params:

@@ -223,7 +223,8 @@ class LineupsView(Viewer):
                 "Try a wider date range, another port or commodity, or *Reset filters*."
             )
         flagged = len(model.duplicates)
-        note = f" · ⚠ {flagged:,} on this page look like a duplicate of another row (click one to see why)" if flagged else ""
+        rows = "1 row on this page looks" if flagged == 1 else f"{flagged:,} rows on this page look"
+        note = f" · ⚠ {rows} like a duplicate of another row (click one to see why)" if flagged else ""
         loading = " · *updating…*" if model.busy else ""
         return f"**{count:,} row{'s' if count != 1 else ''}** · {md(model.described)}{note}{loading}"
 

@@ -32,9 +32,22 @@ def parse_day(text: str | None) -> dt.date | None:
 
 
 class DateInput(pn.widgets.TextInput):
-    """A text box whose value is a day (None when empty)."""
+    """A text box whose value is a day (None when empty). Text that is no day is
+    said in the box's title, which the next day read clears (issue 45 item 9)."""
 
     value = param.CalendarDate(default=None, allow_None=True, doc="The day, or None.")
+    problem = param.String(default="", doc="Why the text typed last is no day (empty: it was one).")
+
+    _rename = {**pn.widgets.TextInput._rename, "problem": None}  # the browser's box has no such property
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._title = self.name
+
+    @param.depends("problem", watch=True)
+    def _say_problem(self) -> None:
+        # The title is plain text in Bokeh's drawing: the typed text stays text.
+        self.name = f"{self._title} · {self.problem}" if self.problem else self._title
 
     def _process_param_change(self, params):
         if "value" in params:
@@ -44,11 +57,14 @@ class DateInput(pn.widgets.TextInput):
     def _process_property_change(self, props):
         props = super()._process_property_change(props)
         if "value" in props:
+            typed = props["value"]
             try:
-                props["value"] = parse_day(props["value"])
+                props["value"] = parse_day(typed)
+                self.problem = ""
             except ValueError:
-                # Unreadable: keep the day, and show it again in the box.
+                # Unreadable: keep the day, show it again in the box, and say why.
                 props.pop("value")
+                self.problem = f"“{' '.join(typed.split())[:40]}” is not a date: write YYYY-MM-DD"
                 pn.state.execute(lambda: self.param.trigger("value"))
         return props
 

@@ -74,7 +74,7 @@ def test_the_explorer_flow(page, served):
 
     # A filter change: the count, the table and both charts follow.
     port_change = change_filter(page, lambda p: p.locator(".filter-port select").select_option(label="Santos (BRSSZ)"))
-    expect(page.locator(".row-count p").first).to_contain_text("Port BRSSZ")
+    expect(page.locator(".row-count p").first).to_contain_text("Port Santos (BRSSZ)")
     ports = page.locator(".lineups-table .tabulator-row [tabulator-field=port]")
     expect(page).to_have_url(f"{base}/explorer/?port=BRSSZ&from={today}")
     expect(ports.first).to_contain_text("BRSSZ")
@@ -94,7 +94,7 @@ def test_the_explorer_flow(page, served):
     page.reload()
     page.locator(".lineups-table .tabulator-row").first.wait_for()
     expect(page.locator(".row-count p").first).to_contain_text(
-        f"Port BRSSZ · commodity Soybeans · from {today} · latest call per vessel and port only"
+        f"Port Santos (BRSSZ) · commodity Soybeans · from {today} · latest call per vessel and port only"
     )
     expect(page.locator(".filter-latest input")).to_be_checked()
 
@@ -126,7 +126,7 @@ def test_the_explorer_flow(page, served):
 
     # A share link of the current filters: created, copied, listed, revoked.
     open_tab(page, "Share links")
-    expect(page.locator(".current-filters")).to_contain_text("Port BRSSZ · commodity Soybeans · from ")
+    expect(page.locator(".current-filters")).to_contain_text("Port Santos (BRSSZ) · commodity Soybeans · from ")
     page.locator(".create-link button").click()
     url_box = page.locator(".link-url input").first
     expect(page.locator(".share-notice")).to_contain_text("Link created")

@@ -192,7 +192,7 @@ def test_filters_live_in_the_address(page, served):
 
     base = served["base_url"]
     sign_in(page, served, "/explorer?port=BRSSZ&commodity=Soybeans&latest=true")
-    expect_text(page, ".row-count", "Port BRSSZ · commodity Soybeans · latest call per vessel and port only")
+    expect_text(page, ".row-count", "Port Santos (BRSSZ) · commodity Soybeans · latest call per vessel and port only")
     expected = api_rows(served, {"port": "BRSSZ", "commodity": "Soybeans", "latest": "true"})
     assert rows_shown(page) == len(expected)
     expect(page.locator(".filter-latest input")).to_be_checked()

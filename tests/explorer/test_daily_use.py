@@ -58,7 +58,7 @@ def test_after_a_lost_connection_the_page_comes_back_by_itself_and_log_out_stays
         # Back by itself: a new page over the same address, its rows of its filters.
         expect(banner).to_be_hidden(timeout=60_000)
         page.locator(".lineups-table .tabulator-row").first.wait_for(timeout=60_000)
-        expect_text(page, ".row-count", "Port BRSSZ")
+        expect_text(page, ".row-count", "Port Santos (BRSSZ)")
         expect(page.locator(".offline-banner")).to_be_hidden()
     finally:
         page.context.close()
@@ -155,7 +155,7 @@ def test_the_tables_order_page_and_columns_live_in_the_address(page, served):
     expect(page.locator(".sort-by select")).to_have_value(re.compile("."))
     assert page.locator(".sort-descending input").is_checked()
     assert page.locator(".lineups-table .tabulator-row [tabulator-field=vessel]").all_inner_texts() == vessels
-    expect_text(page, ".row-count", "Port BRSSZ")
+    expect_text(page, ".row-count", "Port Santos (BRSSZ)")
 
 
 # ---------------------------------------------------------------- 9
@@ -165,7 +165,7 @@ def test_an_address_with_bad_values_says_what_it_left_out(page, served):
     sign_in(page, served, "/explorer?port=BRSSZ&latest=maybe&_sort=colour&_page=zero")
     for said in ("“maybe” is not true or false", "cannot be sorted by “colour”", "“zero” is not a page number"):
         expect_text(page, ".address-notice", said)
-    expect_text(page, ".row-count", "Port BRSSZ")
+    expect_text(page, ".row-count", "Port Santos (BRSSZ)")
     assert "latest" not in row_count(page)
 
 
@@ -226,3 +226,20 @@ def test_quantities_sort_within_their_unit_and_the_screen_says_so(page, served):
     with page.expect_download() as download:
         page.locator(".sidebar .bk-btn", has_text="Download CSV").click()
     assert download.value.suggested_filename == f"lineups-nlrtm-{TODAY:%Y%m%d}.csv"
+
+
+def test_a_typed_date_that_is_not_a_date_says_so(page, served):
+    """Item 9: the box keeps the day it had and says why the text was not used; a
+    date read next clears the message."""
+    from playwright.sync_api import expect
+
+    sign_in(page, served, "/explorer?port=BRSSZ")
+    box = page.locator(".filter-date_to input").first
+    box.fill("31/31/2026")
+    box.press("Enter")
+    expect(page.locator(".filter-date_to").first).to_contain_text("“31/31/2026” is not a date")
+    expect(box).to_have_value("")
+    box.fill("2026-12-31")
+    box.press("Enter")
+    expect_text(page, ".row-count", "until 2026-12-31")
+    expect(page.locator(".filter-date_to").first).not_to_contain_text("is not a date")

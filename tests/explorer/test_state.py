@@ -125,7 +125,7 @@ def test_filters_in_words(account):
     assert filters.describe() == "All lineups"
     filters.param.update(port="NLRTM", commodity=["Crude Oil"], latest=True, date_from=dt.date(2026, 11, 1))
     assert filters.describe() == (
-        "Port NLRTM · commodity Crude Oil · from 2026-11-01 · latest call per vessel and port only"
+        "Port Rotterdam (NLRTM) · commodity Crude Oil · from 2026-11-01 · latest call per vessel and port only"
     )
 
 
@@ -532,7 +532,7 @@ def test_an_address_says_what_of_it_could_not_be_used(account):
         "“raw” is not a way of merging rows, so the feeds are merged",
     ]
     assert filters.url_args() == {"port": "BRSSZ", "status": "berthed"}
-    assert filters.describe() == "Port BRSSZ · status berthed"
+    assert filters.describe() == "Port Santos (BRSSZ) · status berthed"
 
 
 def test_the_tables_order_page_and_columns_to_and_from_the_address(account):
