@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections import Counter
 from typing import Any
 
 import pandas as pd
@@ -177,8 +178,48 @@ def _from_text(suppliers: list[dict[str, Any]]) -> str:
     )
 
 
+def common_rule(lines: list[dict[str, Any]]) -> str:
+    """The rule most fields share (the most recently updated record's value): said
+    once above the table, and under a field only where its rule is another (issue 45
+    item 6: the same rule was repeated 27 times)."""
+    rules = Counter(line["rule"] for line in lines if line["rule"])
+    return rules.most_common(1)[0][0] if rules else ""
+
+
+def why_one_call(explained: dict[str, Any]) -> list[str]:
+    """Why the records are one call, in plain sentences (issue 45 item 6): the merge
+    key (vessel by IMO or name, port, commodity), the ±7-day chain and the agreeing
+    counterparties; and, where records were updated at the same time, the rule that
+    broke the tie (the lower feed id, then the lower record ref, C2.5)."""
+    fields = {name: info.get("value") for name, info in explained.get("fields", {}).items()}
+    records = explained.get("records", [])
+    vessel = f"IMO {fields['vessel_imo']}" if fields.get("vessel_imo") else f"the name {fields.get('vessel_name') or '?'}"
+    commodity = fields.get("commodity_normalized") or f"the reported text “{fields.get('commodity') or '?'}”"
+    out = [f"One call: the same vessel ({vessel}), port ({fields.get('port_unlocode')}) and commodity ({commodity})."]
+    if len(records) > 1:
+        agreed = [f"{name} {fields[name]}" for name in ("shipper", "receiver", "charterer") if fields.get(name)]
+        out.append(
+            "Each record's first date (ETA, else ETB, else ETD) lies within 7 days of another's, and "
+            + (f"they agree on {', '.join(agreed)} (no record names another)." if agreed
+               else "none names a shipper, receiver or charterer that another contradicts.")
+        )
+    by_time: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        by_time.setdefault(record.get("updated_at") or "", []).append(record)
+    for when, tied in by_time.items():
+        if when and len(tied) > 1:
+            first = min(tied, key=lambda r: (str(r.get("source_id")), str(r.get("ref"))))
+            out.append(
+                f"{len(tied)} records were updated at the same time ({display_value('updated_at', when)}): the tie goes "
+                f"to the lower feed id, then the lower record ref, so {first.get('source_name')} record "
+                f"{first.get('ref')} comes first."
+            )
+    return out
+
+
 def provenance_html(lines: list[dict[str, Any]]) -> str:
     e = html_text
+    shared = common_rule(lines)
     body = []
     for line in lines:
         froms = "<br>".join(
@@ -189,13 +230,14 @@ def provenance_html(lines: list[dict[str, Any]]) -> str:
         others = "".join(
             f"<span class='others'>{e(', '.join(o['feeds']))} said: <b>{e(o['value'])}</b></span>" for o in line["others"]
         )
-        rule = f"<span class='rule'>{e(line['rule'])}</span>" if line["rule"] else ""
+        rule = f"<span class='rule'>{e(line['rule'])}</span>" if line["rule"] and line["rule"] != shared else ""
         body.append(
             f"<tr data-field='{html.escape(line['field'])}'><th scope='row'>{e(line['label'])}{rule}</th>"
             f"<td class='value'>{e(line['value']) if line['value'] else '<i>blank</i>'}{others}</td><td class='from'>{froms}</td></tr>"
         )
+    caption = f"<p class='rule'>Unless a field says otherwise: {e(shared)}.</p>" if shared else ""
     return (
-        "<table class='provenance'><colgroup><col class='field'><col class='value'><col class='from'></colgroup>"
+        caption + "<table class='provenance'><colgroup><col class='field'><col class='value'><col class='from'></colgroup>"
         "<thead><tr><th>Field</th><th>Value</th><th>From feed</th></tr></thead><tbody>"
         + "".join(body) + "</tbody></table>"
     )
@@ -274,7 +316,8 @@ def detail_view(detail: dict[str, Any] | None) -> pn.viewable.Viewable:
         + (f"The feeds disagree on **{differing} field{'s' if differing != 1 else ''}** (in red)." if differing
            else "The feeds agree on every field they report.")
     )
-    parts = [title, pn.pane.Markdown(facts, css_classes=["detail-facts"])]
+    why = "  \n".join(md(sentence) for sentence in why_one_call(explained))
+    parts = [title, pn.pane.Markdown(facts, css_classes=["detail-facts"]), pn.pane.Markdown(why, css_classes=["detail-why"])]
     resolved = resolution_lines(explained)
     if resolved:
         parts.append(pn.pane.HTML(resolutions_html(resolved), stylesheets=[DETAIL_CSS], sizing_mode="stretch_width",

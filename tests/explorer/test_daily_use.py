@@ -243,3 +243,19 @@ def test_a_typed_date_that_is_not_a_date_says_so(page, served):
     box.press("Enter")
     expect_text(page, ".row-count", "until 2026-12-31")
     expect(page.locator(".filter-date_to").first).not_to_contain_text("is not a date")
+
+
+# ---------------------------------------------------------------- 6
+def test_the_detail_says_why_its_records_are_one_call_and_each_rule_once(page, served):
+    """Item 6: a row merged from two feeds says its merge key and the 7-day chain, and
+    the rule most fields share is said once, not under every field."""
+    from playwright.sync_api import expect
+
+    sign_in(page, served, "/explorer?source=all")
+    merged = page.locator(".lineups-table .tabulator-row", has=page.locator("[tabulator-field=feeds]", has_text=";")).first
+    merged.click()
+    expect_text(page, ".detail-why", "One call: the same vessel")
+    expect_text(page, ".detail-why", "within 7 days of another")
+    table = page.locator(".provenance-table").first
+    expect(table).to_contain_text("Unless a field says otherwise: the value of the most recently updated record")
+    expect(page.locator(".provenance-table .rule", has_text="the most recently updated record")).to_have_count(1)

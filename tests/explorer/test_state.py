@@ -706,3 +706,36 @@ def test_share_links_on_a_locked_store_say_the_store_is_busy(account, sessions, 
     assert shares.error == "" and shares.table().empty
     shares.param.trigger("create")
     assert shares.error == "" and shares.url.startswith(f"{account.context.base_url}/v1/share/")
+
+
+def test_the_detail_says_why_records_are_one_call_and_each_rule_once():
+    """Issue 45 item 6: the merge key, the 7-day chain, the agreeing counterparties and
+    the rule that broke an updated_at tie; the rule most fields share is said once."""
+    from explorer.views.detail import common_rule, provenance_html, provenance_lines, why_one_call
+
+    picked = "the value of the most recently updated record that gives one"
+    explained = {
+        "merge": "all",
+        "records": [
+            {"source_id": "b-feed", "source_name": "Bravo", "ref": "B1", "updated_at": "2024-02-15T00:00:00Z"},
+            {"source_id": "a-feed", "source_name": "Alpha", "ref": "A9", "updated_at": "2024-02-15T00:00:00Z"},
+        ],
+        "fields": {
+            "vessel_imo": {"value": "9321483", "rule": picked, "supplied_by": []},
+            "vessel_name": {"value": "OCEAN STAR", "rule": picked, "supplied_by": []},
+            "port_unlocode": {"value": "BRSSZ", "rule": picked, "supplied_by": []},
+            "commodity_normalized": {"value": "Soybeans", "rule": picked, "supplied_by": []},
+            "receiver": {"value": "Cargill", "rule": picked, "supplied_by": []},
+            "created_at": {"value": "2024-02-01T12:00:00Z", "rule": "the earliest creation time of the records", "supplied_by": []},
+        },
+        "disagreements": [],
+        "resolutions": [],
+    }
+    why = why_one_call(explained)
+    assert why[0] == "One call: the same vessel (IMO 9321483), port (BRSSZ) and commodity (Soybeans)."
+    assert "within 7 days" in why[1] and "they agree on receiver Cargill" in why[1]
+    assert "tie goes to the lower feed id, then the lower record ref, so Alpha record A9 comes first" in why[2]
+    lines = provenance_lines(explained)
+    assert common_rule(lines) == picked
+    table = provenance_html(lines)
+    assert table.count(picked) == 1 and table.count("the earliest creation time") == 1
