@@ -177,6 +177,8 @@ class LineupsView(Viewer):
         self._charts = pn.Column(
             pn.pane.Markdown("*Charts follow the rows…*", css_classes=["charts-pending"]),
             sizing_mode="stretch_width", css_classes=["charts"],
+            # No blank chart frames under "No lineups match" (issue 45 item 10).
+            visible=self.model.param.row_count.rx() > 0,
         )
         self._redraw()
 

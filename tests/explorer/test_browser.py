@@ -64,7 +64,7 @@ def test_the_explorer_flow(page, served):
     # The first view is upcoming calls, and the address says so with the API's names.
     today = dt.datetime.now(dt.timezone.utc).date().isoformat()
     expect(page.locator(".row-count p").first).to_contain_text(f"rows · From {today}")
-    expect(page).to_have_url(f"{base}/explorer/?from={today}")
+    expect(page).to_have_url(f"{base}/explorer/?from={today}&status=expected,anchored,berthed")  # not departed (issue 45 item 4)
     page.locator(".weekly-chart canvas").first.wait_for()
     page.locator(".status-chart canvas").first.wait_for()
     cold_charts = time.perf_counter() - started
@@ -76,7 +76,7 @@ def test_the_explorer_flow(page, served):
     port_change = change_filter(page, lambda p: p.locator(".filter-port select").select_option(label="Santos (BRSSZ)"))
     expect(page.locator(".row-count p").first).to_contain_text("Port Santos (BRSSZ)")
     ports = page.locator(".lineups-table .tabulator-row [tabulator-field=port]")
-    expect(page).to_have_url(f"{base}/explorer/?port=BRSSZ&from={today}")
+    expect(page).to_have_url(f"{base}/explorer/?port=BRSSZ&from={today}&status=expected,anchored,berthed")
     expect(ports.first).to_contain_text("BRSSZ")
     expect(ports.filter(has_not_text="BRSSZ")).to_have_count(0)  # every row, once redrawn
     assert redrawn(page, ".weekly-chart", weekly_before)
@@ -90,11 +90,11 @@ def test_the_explorer_flow(page, served):
     # A reload keeps the filters: they are in the address (once it names the last change:
     # the count and the address are separate messages, and a reload between them would
     # reload the address before the change).
-    expect(page).to_have_url(f"{base}/explorer/?port=BRSSZ&from={today}&commodity=Soybeans&latest=true")
+    expect(page).to_have_url(f"{base}/explorer/?port=BRSSZ&from={today}&commodity=Soybeans&status=expected,anchored,berthed&latest=true")
     page.reload()
     page.locator(".lineups-table .tabulator-row").first.wait_for()
     expect(page.locator(".row-count p").first).to_contain_text(
-        f"Port Santos (BRSSZ) · commodity Soybeans · from {today} · latest call per vessel and port only"
+        f"Port Santos (BRSSZ) · commodity Soybeans · from {today} · not departed · latest call per vessel and port only"
     )
     expect(page.locator(".filter-latest input")).to_be_checked()
 

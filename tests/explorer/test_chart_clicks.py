@@ -39,7 +39,7 @@ def test_chart_tooltips_give_exact_amounts_and_a_click_on_a_bar_filters(page, se
     assert shown == {"Port": port["factor"], "Status": port["layer"], "Vessels": f"{port['value']:,.0f}"}, shown
     code = port["factor"].rsplit("(", 1)[1].rstrip(")")
     change_filter(page, lambda p: p.mouse.click(port["x"], port["y"]))
-    expect_text(page, ".row-count", f"Port {code}")
+    expect_text(page, ".row-count", f"({code})")  # "Port Santos (BRSSZ)"
     ports = page.locator(".lineups-table .tabulator-row [tabulator-field=port]")
     expect(ports.filter(has_not_text=code)).to_have_count(0)
     # A click on a week's bar keeps that week: once the charts show the port's totals

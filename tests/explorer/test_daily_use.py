@@ -259,3 +259,14 @@ def test_the_detail_says_why_its_records_are_one_call_and_each_rule_once(page, s
     table = page.locator(".provenance-table").first
     expect(table).to_contain_text("Unless a field says otherwise: the value of the most recently updated record")
     expect(page.locator(".provenance-table .rule", has_text="the most recently updated record")).to_have_count(1)
+
+
+# ---------------------------------------------------------------- 10
+def test_an_empty_result_shows_no_blank_chart_frames(page, served):
+    """Item 10: under "No lineups match" there are no empty charts."""
+    from playwright.sync_api import expect
+
+    sign_in(page, served, "/explorer?port_name=no-such-port", rows=False)
+    expect_text(page, ".row-count", "No lineups match")
+    expect(page.locator(".charts")).to_be_hidden()
+    expect(page.locator(".weekly-chart")).to_have_count(0)
