@@ -34,7 +34,7 @@ from store.access import downloads, links
 from store.access.accounts import FeedVersion
 from store.errors import Forbidden, RateLimited, Unauthorized, ValidationError
 from store.fields import utcnow
-from store.views.query import LineupQuery, parse_query
+from store.views.query import LineupQuery, file_name, parse_query
 from store.reference.taxonomy import default_taxonomy
 from store.views import builds
 from store.views.lineups import visible_feeds
@@ -144,9 +144,13 @@ class DownloadHandler(ShareHandler):
     sign-in and the feeds now. Counted against the rate limit per sign-in; a bad
     ticket per client address, like a bad link token."""
 
+    #: The file's name once the ticket's filters are read: after them (issue 45 item 10).
+    download_name: str | None = None
+
     def set_default_headers(self) -> None:
         super().set_default_headers()
-        self.set_header("Content-Disposition", f'attachment; filename="lineups-{utcnow():%Y%m%d}.csv"')
+        name = self.download_name or f"lineups-{utcnow():%Y%m%d}.csv"
+        self.set_header("Content-Disposition", f'attachment; filename="{name}"')
 
     def _select(self, session: Session, ticket: str, address: str, counted: bool) -> Export:
         try:
@@ -156,6 +160,7 @@ class DownloadHandler(ShareHandler):
             raise
         self._limit(f"signin:{opened.sign_in_id}")
         query, _, _ = parse_query(opened.args, default_taxonomy().parse_filter)
+        self.download_name = file_name(query, utcnow().date())
         feeds = visible_feeds(session, opened.buyer_id, query.source)
         session.commit()  # checked on the primary; the rows may come from a replica
         return Export(f"download:{opened.sign_in_id}", opened.buyer_id, query, feeds)

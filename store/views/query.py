@@ -111,6 +111,20 @@ class LineupQuery:
         return {name: value for name, value in params.items() if value is not None}
 
 
+def file_name(query: LineupQuery, day: dt.date) -> str:
+    """A CSV file name that says what `query` holds (issue 45 item 10), e.g.
+    `lineups-nlrtm-soybeans-from-2026-12-04-20261204.csv` for the rows of `day`: its
+    parameters' values, the feed as "feed", in letters, digits and hyphens."""
+    words: list[str] = []
+    for name, value in query.to_params().items():
+        if name == "format":
+            continue
+        words += [name] if name in ("from", "to") else []
+        words.append({"source": "feed", "latest": "latest", "merge": "by-feed"}.get(name, value))
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", "-".join(words)).strip("-").lower()[:80].strip("-")
+    return f"lineups-{slug or 'all'}-{day:%Y%m%d}.csv"
+
+
 def parse_query(
     args: Mapping[str, Sequence[str | bytes]],
     commodity_parser: Callable[[str], Sequence[str]],

@@ -224,7 +224,7 @@ def test_quantities_sort_within_their_unit_and_the_screen_says_so(page, served):
     expect(page.locator(".page-range").first).to_have_text(re.compile(r"^[\d,]+–([\d,]+) of \1\s*$"))
     expect(page.locator(".previous-page button")).to_be_enabled()
     with page.expect_download() as download:
-        page.locator(".sidebar .bk-btn", has_text="Download CSV").click()
+        page.locator("a.download-csv").click()
     assert download.value.suggested_filename == f"lineups-nlrtm-{TODAY:%Y%m%d}.csv"
 
 

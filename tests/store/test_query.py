@@ -378,3 +378,15 @@ def test_to_params_reads_back_to_the_same_query():
     again = parse_query({k: [v] for k, v in query.to_params().items()}, commodity_parser)[0]
     assert again == query
     assert LineupQuery().to_params() == {}
+
+
+def test_a_query_names_its_csv_file_after_its_filters():
+    """Issue 45 item 10: a download is named after what it holds."""
+    from store.views.query import file_name
+
+    day = dt.date(2026, 12, 4)
+    query = parse(port="nlrtm", commodity="coal", status="berthed", latest="true", **{"from": "2026-12-04"})[0]
+    assert file_name(query, day) == "lineups-nlrtm-from-2026-12-04-latest-coal-berthed-20261204.csv"
+    assert file_name(parse(port="NLRTM")[0], day) == "lineups-nlrtm-20261204.csv"
+    assert file_name(LineupQuery(), day) == "lineups-all-20261204.csv"
+    assert file_name(parse(port_name='a"b\\c/<x>')[0], day) == "lineups-a-b-c-x-20261204.csv"
