@@ -9,14 +9,14 @@ this index (`store.views.sql._from_count`: one range per status), it costs what
 planner knows the new index.
 
 Revision ID: 0017
-Revises: 0014
+Revises: 0016
 Create Date: 2026-12-04
 """
 from alembic import op
 
 
 revision = '0017'
-down_revision = '0014'
+down_revision = '0016'
 branch_labels = None
 depends_on = None
 
