@@ -1,7 +1,7 @@
 """Signed, opaque pagination cursors (contract C4).
 
 A cursor carries the keyset position where the next page starts (the C3 sort values
-of the last row served, as `store.views.query.page` gives them) and a digest of what it
+of the last row served, as `store.query.page` gives them) and a digest of what it
 belongs to: the query's canonical filters, merge mode and output format. It is signed
 with itsdangerous under a salt of its own, so a cursor cannot be made up, altered, or
 used with another query: each of those is 400 VALIDATION_ERROR with details

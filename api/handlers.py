@@ -1,6 +1,6 @@
 """The API's endpoints (seed section 4): parse, call the store, render.
 
-Validation lives in `store.views.query.parse_query` (C5), the pipeline in
+Validation lives in `store.query.parse_query` (C5), the pipeline in
 `store.views.lineups.Lineups` (C2, C3: SQL over the merged views kept in the
 database), rendering in `api.render` (C1, C9), cursors in `api.cursors` (C4); auth,
 limits and errors in `api.base.BaseHandler`. Blocking work runs on the executor
@@ -22,10 +22,12 @@ from api.base import BaseHandler
 from api.cursors import binding
 from api.openapi import openapi_json
 from store.access import accounts
-from store.views import coverage, query as pipeline
+from store import query as pipeline
+from store.views import coverage
 from store.access.accounts import FeedVersion
 from store.errors import ValidationError
-from store.intake.feeds import feed_dict, is_uuid
+from store.ids import is_uuid
+from store.intake.feeds import feed_dict
 from store.reference.taxonomy import default_taxonomy
 from store.views.change_feed import FeedPosition
 from store.views.lineups import visible_feeds

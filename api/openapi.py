@@ -19,7 +19,7 @@ from api.openapi_schemas import DATE_PATTERN, UNLOCODE_PATTERN, any_case, ref, s
 from store.access.links import TOKEN_CHARACTERS
 from store.fields import VESSEL_STATUSES
 from store.reference.taxonomy import default_taxonomy
-from store.views.query import MAX_COMMODITY_CHARS, MAX_TEXT_CHARS
+from store.query import MAX_COMMODITY_CHARS, MAX_TEXT_CHARS
 
 
 # ---------------------------------------------------------------- parameters

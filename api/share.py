@@ -34,7 +34,7 @@ from store.access import downloads, links
 from store.access.accounts import FeedVersion
 from store.errors import Forbidden, RateLimited, Unauthorized, ValidationError
 from store.fields import utcnow
-from store.views.query import LineupQuery, file_name, parse_query
+from store.query import LineupQuery, file_name, parse_query
 from store.reference.taxonomy import default_taxonomy
 from store.views import builds
 from store.views.lineups import visible_feeds

@@ -23,7 +23,7 @@ from store.database.db import create_schema, make_engine, make_sessionmaker, tra
 from store.intake.demo import load_demo
 from store.merging import merge as engine
 from store.merging.duplicates import CAUSES, counts
-from store.merging.records import load_records
+from store.views.records import load_records
 from store.merging.resolve import Resolution
 
 

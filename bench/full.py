@@ -33,7 +33,7 @@ from bench.processes import Process, RssSampler, lineups
 from bench.stores import Dataset, build_store, start_server
 from store.views.csvtext import csv_of_columns
 from store.views.lineups import Lineups
-from store.views.query import LineupQuery
+from store.query import LineupQuery
 from store.views.stored import arrow_columns
 
 DEFAULT_PG = os.environ.get("LINEUPS_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")

@@ -90,7 +90,7 @@ def make_records(n: int = 1_000_000, seed: int = 7) -> pd.DataFrame:
         frame[field] = _blanked(rng, values, 0.3)
     frame.loc[rng.random(n) < 0.005, ["eta", "etb", "etd"]] = pd.NaT  # dateless records
     frame = frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)
-    # Text columns as the store holds them in memory (`store.merging.records`, `store.merging.columns`).
+    # Text columns as the store holds them in memory (`store.views.records`, `store.merging.columns`).
     return frame.assign(**{c: columns.category(frame[c]) for c in frame.columns if frame[c].dtype == object and c != "ref"})
 
 

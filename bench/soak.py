@@ -49,7 +49,7 @@ from store.database.db import make_engine, make_sessionmaker, transaction
 from store.database.schema import Subscription
 from store.reference.taxonomy import default_taxonomy
 from store.views.lineups import Lineups
-from store.views.query import parse_query
+from store.query import parse_query
 
 KEYS_PER_CLIENT = 4
 #: Clients 0 to HOT_CLIENTS - 1 send everything with one key.

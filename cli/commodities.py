@@ -7,7 +7,7 @@ import click
 
 from cli.main import common, table
 from store.database.db import transaction
-from store.reference import commodities
+from store.intake import commodities
 
 
 @click.group()

@@ -11,7 +11,7 @@ from store.database.db import transaction
 from store.database.schema import Buyer
 from store.merging.duplicates import CAUSES, counts
 from store.views.lineups import Lineups
-from store.views.query import LineupQuery
+from store.query import LineupQuery
 
 
 @click.group()

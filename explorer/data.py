@@ -19,7 +19,7 @@ import pandas as pd
 from sqlalchemy.orm import Session
 
 from store.views.lineups import Summary
-from store.views.query import LineupQuery
+from store.query import LineupQuery
 from store.views.sql import ORDERABLE
 
 #: The key of `session.info` under which `Account.store()` passes the `Lineups`.

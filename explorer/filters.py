@@ -17,7 +17,7 @@ from explorer.session import Account
 from explorer.words import describe_filters, problem
 from store.errors import LineupsError
 from store.fields import VESSEL_STATUSES
-from store.views.query import PARAMETERS, LineupQuery, parse_query
+from store.query import PARAMETERS, LineupQuery, parse_query
 
 ALL = "all"
 MERGE_MODES = {"Merge all feeds": "all", "One row per feed": "by_source"}

@@ -28,7 +28,7 @@ from store.intake import history
 from store.errors import LineupsError
 from store.fields import RECORD_FIELDS, format_time
 from store.views.lineups import Summary
-from store.views.query import LineupQuery
+from store.query import LineupQuery
 
 log = logging.getLogger("lineups.explorer")
 

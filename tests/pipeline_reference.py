@@ -15,7 +15,7 @@ import pandas as pd
 
 from store.errors import ValidationError
 from store.fields import DATE_FIELDS
-from store.views.query import DEFAULT_LIMIT, LineupQuery, Position
+from store.query import DEFAULT_LIMIT, LineupQuery, Position
 
 _NAT = np.iinfo(np.int64).min
 _LAST = np.iinfo(np.int64).max  # where rows without a date sort (C3)
@@ -275,7 +275,7 @@ def resolve_records(records: list[dict], window: dt.timedelta = dt.timedelta(day
     specific leaf of that subgroup found among the served records of the same
     (resolved) vessel and port whose anchors lie within `window` of its own; with none
     or several, it keeps its own."""
-    from store.intake.normalize import vessel_name_key
+    from store.normalize import vessel_name_key
     from store.reference.taxonomy import default_taxonomy
 
     taxonomy = default_taxonomy()

@@ -21,7 +21,7 @@ import pandas as pd
 import panel as pn
 
 from explorer.markup import html_text, md
-from store.intake.normalize import vessel_name_key
+from store.normalize import vessel_name_key
 from store.fields import RECORD_FIELDS
 
 #: Field names as a buyer reads them.

@@ -20,9 +20,9 @@ from sqlalchemy.orm import Session
 
 from store.database.db import ReplicaBehind, is_replica
 from store.errors import Forbidden, LineupsError, NotFound, Unauthorized, ValidationError
-from store.intake.feeds import is_uuid
+from store.ids import is_uuid
 from store.fields import format_time, stored_now
-from store.access.names import check_free, find_named
+from store.names import check_free, find_named
 from store.database.schema import ApiKey, Buyer, Feed, Subscription
 
 KEY_PATTERN = re.compile(r"^lk_[0-9a-f]{32}$")

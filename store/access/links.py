@@ -25,10 +25,12 @@ from sqlalchemy.orm import Session
 
 from store.access.accounts import active_buyer
 from store.errors import Forbidden, NotFound, Unauthorized, ValidationError
-from store.intake.feeds import is_uuid
+from store.ids import is_uuid
 from store.fields import format_time, stored_now
-from store.access.names import check_free, find_named
+from store.names import check_free, find_named
 from store.database.schema import Buyer, ShareLink
+from store.query import parse_query
+from store.reference.taxonomy import default_taxonomy
 
 SALT = "lineups.share-link.v1"
 #: Every token begins with it (issue 18.5): a letter first, so that a token is never
@@ -52,9 +54,6 @@ def frozen_params(args: Mapping[str, list[str]]) -> dict[str, str]:
     Raises ValidationError (the API's answer for the same parameters), also for
     `cursor` or `limit`, which a link does not carry, and `format=json` (a link
     always serves CSV)."""
-    from store.views.query import parse_query  # the pipeline module validates queries (C5)
-    from store.reference.taxonomy import default_taxonomy
-
     for name in NOT_FROZEN:
         if name in args:
             raise ValidationError.parameter(name, "a share link serves the whole result; it takes no cursor or limit")

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from store.errors import ValidationError
 from store.fields import stored_now
-from store.access.names import suggestions
+from store.names import suggestions
 from store.database.schema import ServiceSetting
 
 BASE_URL = "base-url"

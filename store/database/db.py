@@ -23,6 +23,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, exc as sa_exc, 
 from sqlalchemy.orm import Session, sessionmaker
 
 from store.reference.ports import default_directory
+from store.database.migrate import check_current, current_revision, upgrade
 from store.database.schema import Port
 
 log = logging.getLogger("lineups.db")
@@ -270,8 +271,6 @@ def open_store(engine: Engine, db_url: str) -> None:
     """Make an empty store (through the migrations) or check that an existing one is
     at the newest schema. Raises store.database.migrate.SchemaBehind for an older store, whose
     message says what to run: upgrading a live store is the operator's decision."""
-    from store.database.migrate import check_current, current_revision
-
     if current_revision(engine) is None:
         create_schema(engine)
     else:
@@ -281,8 +280,6 @@ def open_store(engine: Engine, db_url: str) -> None:
 def create_schema(engine: Engine) -> None:
     """Bring the store to the newest schema through the migrations, and load the port
     directory once."""
-    from store.database.migrate import upgrade
-
     upgrade(engine)
     load_ports(engine)
 

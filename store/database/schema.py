@@ -185,7 +185,7 @@ class Record(Base):
     __table_args__ = (
         UniqueConstraint("feed_id", "ref", name="uq_records_feed_ref"),
         Index("ix_records_commodity_raw_key", "commodity_raw_key"),
-        # Covering for the upkeep's lookups (`store.merging.records`: names_carried,
+        # Covering for the upkeep's lookups (`store.views.records`: names_carried,
         # name_ports, identity_rows) and the (vessel, port) pairs' records; led by the
         # key looked up, the feed beside it, so that a key is one probe whatever the
         # number of feeds (migrations 0007, 0013).

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from store.errors import ValidationError
 from store.fields import format_time, stored_now
-from store.access.names import check_free, find_named
+from store.names import check_free, find_named
 from store.reference.ports import default_directory, looks_like_unlocode
 from store.database.schema import Feed, FeedPort
 
@@ -137,10 +137,3 @@ def feed_dict(feed: Feed) -> dict[str, Any]:
         "created_at": format_time(feed.created_at),
     }
 
-
-def is_uuid(text: str) -> bool:
-    try:
-        uuid.UUID(text)
-    except (ValueError, AttributeError, TypeError):
-        return False
-    return True

@@ -22,14 +22,14 @@ from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from store.intake import validate
-from store.reference.commodities import mappings as commodity_mappings
+from store.intake.commodities import mappings as commodity_mappings
 from store.intake.feeds import lock_feed, next_version
 from store.intake.feedfile import read_feed_file
 from store.fields import CONTENT_FIELDS, stored_now
 from store.intake.mapping import Mapping
 from store.database.db import analyze_if_stale, sqlite_page_cache, vacuum_after_commit
 from store.database.schema import Feed, Record, RecordRevision
-from store.merging.records import names_carried
+from store.views.records import names_carried
 from store.views import changelog, upkeep
 
 __all__ = ["IngestReport", "ingest_file", "read_feed_file", "upsert"]

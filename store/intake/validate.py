@@ -27,7 +27,7 @@ from store.fields import (
     canonical_enum,
     format_time,
 )
-from store.intake.normalize import commodity_text_key, lookup_key, vessel_name_key
+from store.normalize import commodity_text_key, lookup_key, vessel_name_key
 from store.reference.ports import default_directory, looks_like_unlocode
 from store.database.schema import Record
 from store.reference.taxonomy import default_taxonomy

@@ -1,7 +1,7 @@
 """Text columns as the store holds them in memory: pandas categoricals.
 
 A feed repeats its ports, vessels, commodities and companies on every row, so the
-record frames (`store.merging.records`) and the merged rows (`store.merging.merge`) keep each text
+record frames (`store.views.records`) and the merged rows (`store.merging.merge`) keep each text
 column as integer codes into its sorted distinct values (a `pd.Categorical`, null
 where the code is -1). The merge engine then groups and picks on the codes
 (contract C2) without hashing a string, and the CSV writer (`store.views.csvtext`) encodes

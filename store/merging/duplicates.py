@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from store.frames import pd
 
-from store.intake.normalize import vessel_name_key
+from store.normalize import vessel_name_key
 from store.fields import COUNTERPARTY_FIELDS
 
 WINDOW = pd.Timedelta(days=3)

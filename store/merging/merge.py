@@ -20,7 +20,7 @@ then `EXTRA_COLUMNS`, which are not served:
   this is the schedule span that the `from`/`to` filter overlaps (C3).
 - `_members`: how many records the row merges.
 
-Rows come in no particular order; `store.views.query.sort_rows` gives the C3 order. Times
+Rows come in no particular order; `store.query.sort_rows` gives the C3 order. Times
 are datetime64[ns, UTC]. Text columns that come in as categoricals (the store's,
 `store.merging.columns`) are picked on their codes and come out as categoricals with the same
 categories, and so do `source_id` and `source_name`; object text columns (str,

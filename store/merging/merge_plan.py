@@ -215,7 +215,7 @@ def _missing(series: pd.Series) -> np.ndarray:
 
 def factorized(series: pd.Series, sort: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(int64 codes, object uniques) of a column, -1 for null. A categorical column
-    (the store's text columns, `store.merging.records`) gives its own codes and categories at
+    (the store's text columns, `store.views.records`) gives its own codes and categories at
     no cost; `sort` then needs categories in ascending order, as the store makes
     them (otherwise they are sorted here)."""
     if isinstance(series.dtype, pd.CategoricalDtype):

@@ -7,7 +7,7 @@ only a name is merged as an IMO when its normalised name (C2.2) is the name of r
 with exactly one IMO number *among the records being merged*: the visible feeds of
 the buyer, never the whole store. A name that several IMO numbers carry stays a name.
 `Identities` holds those names and numbers; `Identities.of_records` reads them from the
-merge input, `store.merging.records.load_identities` from the store (for the upkeep of
+merge input, `store.views.records.load_identities` from the store (for the upkeep of
 a view, which merges only part of its records but must resolve them as the whole).
 
 Rule 2, commodity specificity. A record whose leaf is its subgroup's "(Unspecified)"
@@ -24,13 +24,12 @@ specific records once and finds each unspecified record's window by binary searc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Iterable
 
 import numpy as np
 from store.frames import pd
 
-from store.intake.normalize import vessel_name_key
+from store.normalize import name_key
 from store.merging.merge_plan import NAT, WINDOW_NS, _codes, _merge_keys, _missing, factorized, nanos
 from store.fields import DATE_FIELDS
 from store.reference.taxonomy import default_taxonomy
@@ -322,18 +321,6 @@ def _copied(column: pd.Series, rows: np.ndarray, donors: np.ndarray) -> pd.Serie
     values = column.to_numpy(dtype=object, copy=True)
     values[rows] = values[donors]
     return pd.Series(values, index=column.index, dtype=column.dtype if column.dtype == object else object)
-
-
-@lru_cache(maxsize=2**16)
-def name_key(name) -> str | None:
-    """`NAME:` + C2.2's normalised name (cached: a store repeats its names). The cache
-    is bounded in bytes too: a stored vessel name has at most 200 characters, so an
-    entry (name and key, at most 4 bytes a character) takes under 2 KiB, and the
-    2**16 entries under 128 MiB; names seen by merges, never a request's text."""
-    if not isinstance(name, str):
-        return None
-    normal = vessel_name_key(name)
-    return "NAME:" + normal if normal else None
 
 
 def _leaf(taxonomy, key):

@@ -33,7 +33,7 @@ from types import MappingProxyType
 from typing import Any
 
 from store.errors import ValidationError
-from store.intake.normalize import lookup_key, strip_accents
+from store.normalize import lookup_key, strip_accents
 
 MAX_SUGGESTIONS = 3
 _LEVELS = ("group", "subgroup", "leaf")

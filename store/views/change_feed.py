@@ -45,7 +45,7 @@ from store.errors import ValidationError
 from store.reference.taxonomy import Taxonomy
 from store.views import changes, sql
 from store.views.pages import read_page
-from store.views.query import LineupQuery
+from store.query import LineupQuery
 from store.views.stored import READ_COLUMNS
 
 #: The phases of a position: the result's pages, then the ids gone, then the pairs.

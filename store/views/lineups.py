@@ -33,10 +33,10 @@ from store.access.accounts import FeedVersion
 from store.database.db import Reads, ReplicaBehind, is_replica
 from store.errors import Forbidden, NotFound
 from store.merging.explain import explain as explain_row
-from store.intake.feeds import is_uuid
+from store.ids import is_uuid
 from store.intake.history import record_history
-from store.views.query import DEFAULT_LIMIT, LineupQuery, Position
-from store.merging.records import load_identities, load_records_where, name_keys_of
+from store.query import DEFAULT_LIMIT, LineupQuery, Position
+from store.views.records import load_identities, load_records_where, name_keys_of
 from store.database.schema import Feed, MergedRow, MergedView, Record
 from store.reference.taxonomy import Taxonomy, default_taxonomy
 from store.views import builds, change_feed, sql, upkeep

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from store.database.schema import MergedView, Record
 from store.merging import columns, merge
-from store.merging.records import identity_rows, load_records, load_records_where, name_ports, names_carried
+from store.views.records import identity_rows, load_records, load_records_where, name_ports, names_carried
 from store.merging.resolve import Identities
 from store.views.stored import of_pairs, pair_chunks
 
@@ -130,7 +130,7 @@ class Merges:
 
     def _identities(self, feed_ids: Sequence[str], names: Iterable[str]) -> Identities:
         """Rule 1's identities among the served records of `feed_ids` of the name keys
-        `names` (as `store.merging.records.load_identities`, without the names of the
+        `names` (as `store.views.records.load_identities`, without the names of the
         feeds that give each IMO number: only provenance shows those, and it reads its
         own). The rows read for a name (one per IMO number and feed: ~160 a name in
         the bench's daily update) are kept once per transaction as {IMO key: a bit mask

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from store.reference.taxonomy import Taxonomy
 from store.views import sql
-from store.views.query import LineupQuery, Position
+from store.query import LineupQuery, Position
 from store.views.stored import frame_of
 
 

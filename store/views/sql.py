@@ -42,7 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import aliased
 
-from store.views.query import LineupQuery, Position
+from store.query import LineupQuery, Position
 from store.database.schema import MergedRow
 from store.fields import QUANTITY_UNITS
 from store.reference.taxonomy import Taxonomy

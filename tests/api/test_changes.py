@@ -22,7 +22,7 @@ from store.access import accounts
 from store.database.db import transaction
 from store.database.schema import Buyer, Feed, MergedView, ViewChange
 from store.intake import demo, feeds, ingest, validate
-from store.reference import commodities
+from store.intake import commodities
 from store.views import builds
 from tests.api.conftest import assert_error
 

@@ -47,7 +47,7 @@ def test_parameters_carry_the_c5_rules(document):
     assert all(re.fullmatch(params["status"]["items"]["pattern"], s) for s in ("expected", "ANCHORED", "Berthed", "departed"))
     assert not re.fullmatch(params["status"]["items"]["pattern"], "moored")
     listed = [p["$ref"].rsplit("/", 1)[1] for p in document.document["paths"]["/v1/lineups"]["get"]["parameters"]]
-    from store.views.query import PARAMETERS
+    from store.query import PARAMETERS
 
     assert sorted(listed) == sorted(PARAMETERS)
 

@@ -38,7 +38,7 @@ def expect_text(page, selector: str, text: str):
 
 def api_rows(served, args: dict[str, str]) -> pd.DataFrame:
     """What /v1/lineups selects for `args`, through the store the server reads."""
-    from store.views.query import parse_query
+    from store.query import parse_query
     from store.reference.taxonomy import default_taxonomy
     from store.views.lineups import Lineups
 
@@ -385,7 +385,7 @@ def test_the_detail_of_a_resolved_row_says_what_was_resolved(page, served):
     """Issue 19 rule 4: the demo makes name-only records of vessels that have an IMO
     number; the merged row's detail says which IMO it was matched to, and why."""
     from store.views.lineups import Lineups
-    from store.views.query import LineupQuery
+    from store.query import LineupQuery
 
     rows = api_rows(served, {})
     service = Lineups(served["sessions"])

@@ -22,7 +22,7 @@ from store.database.db import transaction
 from store.errors import Unauthorized, ValidationError
 from store.fields import RECORD_FIELDS
 from store.views.lineups import Summary
-from store.views.query import LineupQuery, parse_query
+from store.query import LineupQuery, parse_query
 from store.reference.taxonomy import default_taxonomy
 from store.settings import sqlite_path
 

@@ -32,7 +32,7 @@ import schemathesis
 
 from api.cursors import CursorCodec, binding
 from store.errors import ValidationError
-from store.views.query import parse_query
+from store.query import parse_query
 from store.settings import Settings
 from store.reference.taxonomy import default_taxonomy
 

@@ -27,7 +27,7 @@ import pipeline_reference as pipeline
 from store.database.db import transaction
 from store.errors import Unauthorized, ValidationError
 from store.fields import VESSEL_STATUSES
-from store.views.query import DEFAULT_LIMIT, MAX_LIMIT, parse_query
+from store.query import DEFAULT_LIMIT, MAX_LIMIT, parse_query
 from store.database.schema import Buyer
 from store.reference.taxonomy import default_taxonomy
 from tests.api.conftest import open_store
@@ -38,7 +38,7 @@ FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCh
 TOKEN_CHARS = string.ascii_letters + string.digits + "-_."
 #: Any text a query string can carry (UTF-8 decoded: no surrogates), or look-alikes.
 texts = st.one_of(st.text(), st.text(alphabet=TOKEN_CHARS, min_size=1), st.from_regex(r"\d{4}-\d{2}-\d{2}", fullmatch=True))
-#: Keyset positions as `store.views.query.position_of` makes them.
+#: Keyset positions as `store.query.position_of` makes them.
 positions = st.tuples(st.one_of(st.none(), st.integers(-(2**63) + 1, 2**63 - 1)), st.text()).map(list)
 
 

@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from store.intake import feeds, ingest
 
-from store.reference import commodities
+from store.intake import commodities
 from store.errors import ValidationError
 from store.database.schema import CommodityMapping, Feed, Record
 

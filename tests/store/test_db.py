@@ -20,11 +20,11 @@ from store.database import db
 from store.database.schema import Buyer, Feed
 from store.intake.demo import load_demo
 from store.merging import merge
-from store.merging.records import load_records
+from store.views.records import load_records
 from store.reference.taxonomy import default_taxonomy
 from store.views import builds, upkeep
 from store.views.lineups import Lineups
-from store.views.query import parse_query
+from store.query import parse_query
 from tests.conftest import TEST_PG, need_service
 from tests.paused_build import paused_build
 

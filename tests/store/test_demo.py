@@ -13,7 +13,7 @@ from store.access import accounts
 
 from store.intake import demo
 from store.fields import CONTENT_FIELDS
-from store.intake.normalize import imo_is_valid, vessel_name_key
+from store.normalize import imo_is_valid, vessel_name_key
 from store.reference.ports import default_directory
 from store.database.schema import Feed, FeedPort, Record, Subscription
 

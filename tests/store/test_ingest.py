@@ -17,7 +17,7 @@ from sqlalchemy import func, select, text, update
 
 from store.intake import feeds, ingest
 
-from store.reference import commodities
+from store.intake import commodities
 from store.errors import NotFound, ValidationError
 from store.intake.history import eta_slips, record_history
 from store.intake.mapping import Mapping
@@ -752,7 +752,7 @@ def test_a_new_record_notes_a_name_link_only_when_the_feed_did_not_carry_it(sess
     record makes one the feed did not carry (its views then move that name's
     name-only records); a new call of a vessel the feed already names so notes only
     its own (vessel, port) pair, so that a daily update stays small."""
-    from store.merging.resolve import name_key
+    from store.normalize import name_key
     from store.views import changelog
 
     noted = []

@@ -11,7 +11,7 @@ from merge_records import FEED_A, FEED_B, FEED_C, day, frame, record
 
 from store.fields import RECORD_FIELDS
 from store.merging.merge import EXTRA_COLUMNS, merge, merge_groups, normalize_blanks
-from store.intake.normalize import vessel_key
+from store.normalize import vessel_key
 
 
 def one(rows: pd.DataFrame) -> pd.Series:

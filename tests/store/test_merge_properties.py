@@ -24,7 +24,7 @@ from merge_records import FEED_A, FEED_B, FEED_C, FEED_NAMES, frame
 
 from store.merging import columns, merge_plan
 from store.fields import COUNTERPARTY_FIELDS, DATE_FIELDS
-from store.intake.normalize import vessel_name_key
+from store.normalize import vessel_name_key
 from store.merging.merge import PICKED_FIELDS, merge, merge_groups, merge_resolved
 from store.merging.resolve import Identities
 from pipeline_reference import apply_latest, resolve_records

@@ -23,10 +23,10 @@ from store.database.db import create_schema, make_engine, make_sessionmaker, tra
 from store.database.schema import Buyer, Feed
 from store.intake import feeds, ingest, validate
 from store.merging import merge
-from store.merging.records import load_records
+from store.views.records import load_records
 from store.views import upkeep
 from store.views.lineups import Lineups
-from store.views.query import LineupQuery
+from store.query import LineupQuery
 
 FEEDS = ("Alpha Lineups", "Bravo Port Data", "Charlie Ships")
 #: (IMO, name): a name with one IMO, name-only spellings of it, and a name that a

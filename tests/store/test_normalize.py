@@ -3,7 +3,7 @@
 import pytest
 
 from store.fields import canonical_enum, format_time, is_blank, parse_time
-from store.intake.normalize import clean_imo, commodity_text_key, imo_is_valid, lookup_key, vessel_key, vessel_name_key
+from store.normalize import clean_imo, commodity_text_key, imo_is_valid, lookup_key, vessel_key, vessel_name_key
 
 
 @pytest.mark.parametrize(

@@ -15,11 +15,11 @@ from store.access import accounts
 from store.database.db import transaction
 from store.intake.demo import load_demo
 from store.merging import merge
-from store.merging.records import load_records
+from store.views.records import load_records
 from store.reference.taxonomy import default_taxonomy
 from store.views import sql
 from store.views.lineups import Lineups
-from store.views.query import parse_query
+from store.query import parse_query
 
 ANCHOR = dt.date(2026, 11, 23)
 QUERIES = (

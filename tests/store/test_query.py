@@ -12,7 +12,7 @@ from merge_records import FEED_A, FEED_B, day, frame, record
 from store.errors import ValidationError
 from store.merging.merge import merge
 from pipeline_reference import apply_filters, apply_latest, page, position_of, run, select, sort_rows
-from store.views.query import LineupQuery, parse_query
+from store.query import LineupQuery, parse_query
 
 TAXONOMY = {"thermal coal": "Thermal Coal", "coal": "Coal", "dry bulk": "Dry Bulk", "soybeans": "Soybeans"}
 
@@ -382,7 +382,7 @@ def test_to_params_reads_back_to_the_same_query():
 
 def test_a_query_names_its_csv_file_after_its_filters():
     """Issue 45 item 10: a download is named after what it holds."""
-    from store.views.query import file_name
+    from store.query import file_name
 
     day = dt.date(2026, 12, 4)
     query = parse(port="nlrtm", commodity="coal", status="berthed", latest="true", **{"from": "2026-12-04"})[0]

@@ -90,7 +90,7 @@ def test_upgrading_drops_the_by_source_views_of_feed_sets_and_reads_by_source_ag
     from store.intake import demo
     from store.views import builds, upkeep
     from store.views.lineups import Lineups
-    from store.views.query import LineupQuery
+    from store.query import LineupQuery
     from store.views.stored import copy_rows
 
     engine = engine_for(store_settings)

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from store.errors import ValidationError
-from store.intake.normalize import lookup_key
+from store.normalize import lookup_key
 from store.reference.taxonomy import Taxonomy, TaxonomyError, default_taxonomy
 
 SANTOS_LINEUP = Path(__file__).resolve().parents[2] / "docs" / "examples" / "santos-lineup-2023-12.csv"

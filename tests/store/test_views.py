@@ -23,12 +23,12 @@ from store.access import accounts
 from store.intake import demo, feeds, ingest, validate
 
 from store.merging import merge
-from store.merging.resolve import name_key
+from store.normalize import name_key
 
-from store.reference import commodities
+from store.intake import commodities
 from store.database.db import transaction
-from store.views.query import LineupQuery, parse_query
-from store.merging.records import load_records
+from store.query import LineupQuery, parse_query
+from store.views.records import load_records
 from store.database.schema import Buyer, Feed, MergedRow, MergedView, Record, VesselChange
 from store.reference.taxonomy import default_taxonomy
 from store.views import builds, changelog, merges, stored, upkeep
@@ -896,7 +896,7 @@ def test_a_new_feed_set_whose_change_passes_one_statements_parameter_limit_is_bu
 
     from sqlalchemy import event
 
-    from store.merging import records
+    from store.views import records
     from store.views import stored
 
     monkeypatch.setattr(upkeep, "INCREMENTAL_SHARE", 0.6)

@@ -12,6 +12,8 @@ Create Date: 2026-11-25
 from alembic import op
 import sqlalchemy as sa
 
+from store.normalize import name_key  # C2.2's normal form, which the records keep
+
 
 revision = '0006'
 down_revision = '0005'
@@ -20,8 +22,6 @@ depends_on = None
 
 
 def upgrade() -> None:
-    from store.merging.resolve import name_key
-
     with op.batch_alter_table('records', schema=None) as batch_op:
         batch_op.add_column(sa.Column('name_key', sa.String(length=210), nullable=True))
         batch_op.create_index('ix_records_feed_name', ['feed_id', 'name_key'], unique=False)

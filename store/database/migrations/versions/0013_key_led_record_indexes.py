@@ -1,7 +1,7 @@
 """record indexes led by the vessel key and the name key, not the feed
 
 The upkeep of the kept views looks records up by vessel key and by name key among
-every feed of the views it brings up to date (`store.merging.records`). Led by the
+every feed of the views it brings up to date (`store.views.records`). Led by the
 feed, each key was a probe per feed: a daily update's ~2,000 keys of twenty feeds,
 40,000 probes, which PostgreSQL's planner rightly took for more than a scan of every
 record (three scans of 0.25-0.5 s in a 1,000,000-record update). Led by the key, the

@@ -16,6 +16,7 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from store.errors import NotFound, ValidationError
+from store.ids import is_uuid
 
 #: Near names offered when a name matches nothing.
 MAX_SUGGESTIONS = 3
@@ -34,8 +35,6 @@ def find_named(
     `ident`, else whose `column` matches it exactly, else ignoring case and spacing.
     Raises NotFound (with near names) when none does, and ValidationError (saying
     `ambiguous`) when several do."""
-    from store.intake.feeds import is_uuid
-
     scope = [among] if among is not None else []
     row = session.get(model, ident.strip().lower()) if is_uuid(ident.strip()) else None
     if row is not None and (among is None or session.scalar(select(model.id).where(model.id == row.id, *scope))):

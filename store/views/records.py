@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from store.merging import columns
 from store.merging.resolve import Identities
-from store.intake.normalize import commodity_text_key
+from store.normalize import commodity_text_key
 from store.database.schema import Feed, Record
 from store.merging.merge_plan import NAT
 from store.reference.taxonomy import default_taxonomy

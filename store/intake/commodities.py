@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from store.errors import ValidationError
 from store.intake.feeds import bump_versions
 from store.fields import stored_now
-from store.intake.normalize import lookup_key
+from store.normalize import lookup_key
 from store.database.db import sqlite_page_cache
 from store.database.schema import CommodityMapping, Feed, Record
 from store.reference.taxonomy import default_taxonomy

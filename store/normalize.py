@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _PUNCTUATION = re.compile(r"[^\w\s]|_", re.UNICODE)
 _SPACES = re.compile(r"\s+")
@@ -48,6 +49,18 @@ def vessel_key(imo: str | None, name: str | None) -> str | None:
             return f"NAME:{key}"
     return None
 
+
+
+@lru_cache(maxsize=2**16)
+def name_key(name) -> str | None:
+    """`NAME:` + C2.2's normalised name (cached: a store repeats its names). The cache
+    is bounded in bytes too: a stored vessel name has at most 200 characters, so an
+    entry (name and key, at most 4 bytes a character) takes under 2 KiB, and the
+    2**16 entries under 128 MiB; names seen by merges, never a request's text."""
+    if not isinstance(name, str):
+        return None
+    normal = vessel_name_key(name)
+    return "NAME:" + normal if normal else None
 
 def strip_accents(text: str) -> str:
     """`text` without combining accents: 'açúcar' -> 'acucar'."""
