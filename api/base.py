@@ -290,7 +290,7 @@ class BaseHandler(RequestHandler):
             self.set_header("Allow", ", ".join(ALLOWED_METHODS))
         self.set_header("Content-Type", render.JSON_TYPE)
         self.set_header("Cache-Control", KEYED_CACHE_CONTROL if self.requires_key else "no-store")
-        self.finish(render.dumps(error.body()))
+        self.finish(error.to_json())
 
     def log_exception(self, typ, value, tb) -> None:
         """Log failures without headers or query strings (keys and tokens stay out)."""

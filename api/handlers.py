@@ -10,7 +10,6 @@ is one.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlencode
 
@@ -26,7 +25,7 @@ from store import query as pipeline
 from store.views import coverage
 from store.access.accounts import FeedVersion
 from store.errors import ValidationError
-from store.ids import is_uuid
+from store.ids import canonical_uuid
 from store.intake.feeds import feed_dict
 from store.reference.taxonomy import default_taxonomy
 from store.views.change_feed import FeedPosition
@@ -144,9 +143,10 @@ class SchemaHandler(BaseHandler):
 
     async def get(self, source_id: str) -> None:
         self.only_params(self.query_args(), ())
-        if not is_uuid(source_id) or str(uuid.UUID(source_id)) != source_id.lower():
+        feed_id = canonical_uuid(source_id)
+        if feed_id is None:
             raise ValidationError.parameter("sourceId", "must be a feed UUID")
-        self.send_json(await self.read(self.feed_schema, source_id.lower()))
+        self.send_json(await self.read(self.feed_schema, feed_id))
 
     def feed_schema(self, session: Session, source_id: str) -> dict[str, Any]:
         (feed,) = visible_feeds(session, self.buyer_id, source_id, self.entitled)

@@ -15,7 +15,8 @@ import json
 from typing import Any
 
 from api.cursors import CURSOR_PATTERN
-from api.openapi_schemas import DATE_PATTERN, UNLOCODE_PATTERN, any_case, ref, schemas
+from api.openapi_schemas import any_case, ref, schemas
+from store import query
 from store.access.links import TOKEN_CHARACTERS
 from store.fields import VESSEL_STATUSES
 from store.reference.taxonomy import default_taxonomy
@@ -28,26 +29,29 @@ def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any
 
 
 def _parameters() -> dict[str, Any]:
-    date = {"type": "string", "format": "date", "pattern": DATE_PATTERN}
+    """Every parameter of /v1/lineups (`store.query.PARAMETERS`, in its order) with the
+    rule `store.query` applies to it, and the paths' parameters."""
+    date = {"type": "string", "format": "date", "pattern": f"^{query.DATE_PATTERN}$"}
     # No control character, at least one other than space (issue 49 item 9).
     filter_text = {"type": "string", "pattern": r"^[^\u0000-\u001f\u007f]*[^\s\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*$",
                    "maxLength": MAX_TEXT_CHARS}
     too_long = f"At most {MAX_TEXT_CHARS} characters, no control characters: else 400."
-    return {
+    lineups = {
         "source": _query(
             "source",
-            {"anyOf": [{"type": "string", "pattern": any_case("all")}, {"type": "string", "format": "uuid"}], "default": "all"},
+            {"anyOf": [{"type": "string", "pattern": any_case(query.ALL_SOURCES)}, {"type": "string", "format": "uuid"}],
+             "default": query.ALL_SOURCES},
             "A feed UUID (an `id` of /v1/sources), or `all` (any case). Not a UUID: 400; no such feed: 404; "
             "no active or trial subscription: 403.",
         ),
-        "port": _query("port", {"type": "string", "pattern": UNLOCODE_PATTERN}, "UN/LOCODE, case-insensitive exact match."),
+        "port": _query("port", {"type": "string", "pattern": f"^{query.LOCODE_PATTERN}$"}, "UN/LOCODE, case-insensitive exact match."),
         "country": _query("country", filter_text, f"Country name, case-insensitive exact match. {too_long}"),
         "port_name": _query("port_name", filter_text, f"Port name, case-insensitive substring. {too_long}"),
         "from": _query("from", date, "Start day (UTC, inclusive): rows whose eta..etd span overlaps [from, to]."),
         "to": _query("to", date, "End day (UTC, inclusive). `from` after `to` is 400."),
         "latest": _query(
             "latest",
-            {"type": "string", "pattern": any_case("true", "false"), "default": "false"},
+            {"type": "string", "pattern": any_case(*query.BOOLEANS), "default": "false"},
             "true: only the row with the latest combined_date per vessel and port. Any case.",
         ),
         "commodity": {
@@ -74,19 +78,25 @@ def _parameters() -> dict[str, Any]:
             "example": ["expected", "anchored", "berthed"],
         },
         "merge": _query(
-            "merge", {"type": "string", "pattern": any_case("all", "by_source"), "default": "all"},
+            "merge", {"type": "string", "pattern": any_case(*query.MODES), "default": query.MODES[0]},
             "Merge mode: `all` (the same vessel call from several feeds is one row) or `by_source` (one row "
             "per feed and call). Any case.",
         ),
-        "limit": _query("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 100}, "Page size, never clamped."),
+        "limit": _query(
+            "limit", {"type": "integer", "minimum": 1, "maximum": query.MAX_LIMIT, "default": query.DEFAULT_LIMIT},
+            "Page size, never clamped.",
+        ),
         "cursor": _query(
             "cursor", {"type": "string", "pattern": CURSOR_PATTERN},
             "next_cursor of the previous page of the same query, unchanged; any other cursor is 400.",
         ),
         "format": _query(
-            "format", {"type": "string", "pattern": any_case("json", "csv"), "default": "json"},
+            "format", {"type": "string", "pattern": any_case(*query.FORMATS), "default": query.FORMATS[0]},
             "Output format: `json` or `csv`. Any case.",
         ),
+    }
+    return {
+        **{name: lineups[name] for name in query.PARAMETERS},
         "rowId": {"name": "id", "in": "path", "required": True, "schema": {"type": "string"},
                   "description": "A row id of /v1/lineups (letters, digits, `-` and `_`; anything else is no row's: 404)."},
         "sourceId": {"name": "sourceId", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}, "description": "A feed UUID."},

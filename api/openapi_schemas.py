@@ -11,11 +11,9 @@ import re
 from typing import Any
 
 from store.fields import OPERATIONS, QUANTITY_UNITS, RECORD_FIELDS, VESSEL_STATUSES
+from store.errors import CODES
 from store.views.coverage import NOT_NULL, field_type
 
-ERROR_CODES = ("UNAUTHORIZED", "FORBIDDEN", "NOT_FOUND", "VALIDATION_ERROR", "RATE_LIMITED", "INTERNAL_ERROR")
-UNLOCODE_PATTERN = "^[A-Za-z]{2}[A-Za-z0-9]{3}$"
-DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
 _REF = "#/components/"
 #: Free text parameters: an empty or blank value is 400 (C5).
@@ -227,7 +225,7 @@ def schemas() -> dict[str, Any]:
                     "required": ["code", "message", "details"],
                     "additionalProperties": False,
                     "properties": {
-                        "code": {"type": "string", "enum": list(ERROR_CODES)},
+                        "code": {"type": "string", "enum": list(CODES)},
                         "message": text,
                         "details": nullable({
                             "type": "object",

@@ -25,7 +25,6 @@ so they are not waited for.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 
 from tornado import httputil
@@ -122,8 +121,7 @@ def protocol_error_response() -> bytes:
     """The answer to a request Tornado cannot parse: 400 with the contract's JSON
     error body (C5), and the connection closed."""
     request_id = new_request_id()
-    body = json.dumps(ValidationError(
-        f"Malformed or oversized HTTP request; request id {request_id}").body()).encode()
+    body = ValidationError(f"Malformed or oversized HTTP request; request id {request_id}").to_json()
     head = (
         "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=UTF-8\r\n"
         f"Content-Length: {len(body)}\r\nX-Request-Id: {request_id}\r\nCache-Control: no-store\r\n"

@@ -136,7 +136,7 @@ def _store_busy(exc: Exception) -> LineupsError | None:
 def fail(ctx: Context, exc: LineupsError) -> None:
     """Report refused input and exit 1."""
     if ctx.as_json:
-        click.echo(json.dumps(exc.body(), ensure_ascii=False, default=str))
+        click.echo(exc.to_json().decode("utf-8"))
     else:
         click.echo(f"Error ({exc.code}): {exc.message}", err=True)
         details = exc.details

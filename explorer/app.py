@@ -22,7 +22,6 @@ a key derived from the signing secret.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from typing import Iterable, Sequence
 from urllib.parse import urlsplit
@@ -90,7 +89,7 @@ class NotFoundHandler(RequestHandler):
     def prepare(self) -> None:
         self.set_status(404)
         self.set_header("Content-Type", "application/json; charset=UTF-8")
-        self.finish(json.dumps(NotFound(f"No such resource: {self.request.path}").body()))
+        self.finish(NotFound(f"No such resource: {self.request.path}").to_json())
 
 
 def warm_up() -> None:

@@ -1,12 +1,14 @@
 """The service's errors: one exception type per error code of the seed's section 7.
 
-Each class carries its HTTP status and code, so that the API (and the command line,
-which prints the same body, C11) turns any of them into the contract's error body in
-exactly one place: `LineupsError.body()`.
+Each class carries its HTTP status and code, so that the API, the explorer's JSON
+answers and the command line (which prints the same body, C11) turn any of them into
+the contract's error body in exactly one place: `LineupsError.body()`, sent as
+`LineupsError.to_json()`.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -24,6 +26,10 @@ class LineupsError(Exception):
     def body(self) -> dict[str, Any]:
         """The error body of the seed's section 7."""
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+    def to_json(self) -> bytes:
+        """`body()` as a response carries it: compact UTF-8 JSON."""
+        return json.dumps(self.body(), ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8")
 
 
 class Unauthorized(LineupsError):
@@ -63,3 +69,9 @@ class RateLimited(LineupsError):
 
 class InternalError(LineupsError):
     status, code = 500, "INTERNAL_ERROR"
+
+
+#: The error codes of the seed's section 7, in its order.
+CODES: tuple[str, ...] = tuple(
+    dict.fromkeys(kind.code for kind in (Unauthorized, Forbidden, NotFound, ValidationError, RateLimited, InternalError))
+)

@@ -16,7 +16,7 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from store.errors import NotFound, ValidationError
-from store.ids import is_uuid
+from store.ids import canonical_uuid
 
 #: Near names offered when a name matches nothing.
 MAX_SUGGESTIONS = 3
@@ -36,7 +36,8 @@ def find_named(
     Raises NotFound (with near names) when none does, and ValidationError (saying
     `ambiguous`) when several do."""
     scope = [among] if among is not None else []
-    row = session.get(model, ident.strip().lower()) if is_uuid(ident.strip()) else None
+    row_id = canonical_uuid(ident.strip())
+    row = session.get(model, row_id) if row_id else None
     if row is not None and (among is None or session.scalar(select(model.id).where(model.id == row.id, *scope))):
         return row
     named = session.execute(select(model.id, column).where(column.is_not(None), *scope)).all()

@@ -1,7 +1,16 @@
-"""The lineup query of GET /v1/lineups: its parameters (C3, C4, C5).
+"""The lineup query of GET /v1/lineups: its parameters and their rules (C3, C4, C5).
 
-`parse_query` turns the request's query arguments into a frozen `LineupQuery` (plus
-the page size and the raw cursor), or raises `ValidationError` naming the parameter.
+The one place that turns query parameters into a query and back into an address:
+- `parse_query`: the request's arguments → a frozen `LineupQuery` (plus the page size
+  and the raw cursor), or `ValidationError` naming the parameter: the API's parser,
+  and the check of the filters a share link freezes;
+- `read_filters`: the same rules, each filter on its own, for an address typed or
+  bookmarked by a person (the explorer's): what breaks its rule is left out and said;
+- `LineupQuery.to_params`: a query → its parameters, defaults left out (share links'
+  filters, the explorer's address);
+- the rules' constants (`PARAMETERS`, `LOCODE_PATTERN`, `DATE_PATTERN`, the choices,
+  the limits), from which the OpenAPI document describes the parameters.
+
 The pipeline that answers a query (merge → filters → latest → sort → page) runs in
 SQL over the merged views kept in the store (`store.views`). A position is a small
 JSON-able list `[combined_date in ns since the epoch or null, id]`, the sort key of
@@ -13,13 +22,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-
+from functools import partial
+from typing import Any
 
 from store.errors import ValidationError
 from store.fields import VESSEL_STATUSES
+from store.ids import canonical_uuid
 from store.merging.merge import MODES
 
 #: The query parameters of seed 4.1, in the seed's order, and `status` (issue 45 item
@@ -39,17 +49,26 @@ PARAMETERS: tuple[str, ...] = (
     "cursor",
     "format",
 )
+#: The page's parameters: a share link does not freeze them (C8).
+PAGE_PARAMETERS: tuple[str, ...] = ("cursor", "limit")
+#: The parameters that choose rows: all but the page's and `format`.
+FILTERS: tuple[str, ...] = tuple(name for name in PARAMETERS if name not in (*PAGE_PARAMETERS, "format"))
 FORMATS = ("json", "csv")
+BOOLEANS = ("true", "false")
+#: `source`'s word for every feed of the buyer.
+ALL_SOURCES = "all"
 DEFAULT_LIMIT, MAX_LIMIT = 100, 500
 #: The longest value of a text filter (`country`, `port_name`) and of `commodity` (a
 #: list of names), in characters: beyond, 400 (issue 49 item 9; SQLite refused a
 #: `port_name` of 50,001 with "LIKE or GLOB pattern too complex", a 500).
 MAX_TEXT_CHARS = 200
 MAX_COMMODITY_CHARS = 1_000
+#: The rules' patterns, unanchored (a value must match whole).
+LOCODE_PATTERN = "[A-Za-z]{2}[A-Za-z0-9]{3}"
+DATE_PATTERN = r"\d{4}-\d{2}-\d{2}"
 
-_LOCODE = re.compile(r"[A-Za-z]{2}[A-Za-z0-9]{3}")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_LOCODE = re.compile(LOCODE_PATTERN)
+_DATE = re.compile(DATE_PATTERN)
 #: Control characters, never in a text filter (PostgreSQL refuses NUL in text: a 500).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _LIMIT = re.compile(r"[0-9]{1,6}")  # ASCII digits only: `\d` takes "٥" (issue 16 item 9)
@@ -81,7 +100,7 @@ class LineupQuery:
         """The query as a JSON-able dict with every key, in one spelling: what a cursor
         or a share link is bound to (C4, C8). Equal queries give equal dicts."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict deep-copies: slow
-        data["source"] = self.source or "all"
+        data["source"] = self.source or ALL_SOURCES
         data["date_from"] = self.date_from.isoformat() if self.date_from else None
         data["date_to"] = self.date_to.isoformat() if self.date_to else None
         data["commodity"] = list(self.commodity)
@@ -125,9 +144,11 @@ def file_name(query: LineupQuery, day: dt.date) -> str:
     return f"lineups-{slug or 'all'}-{day:%Y%m%d}.csv"
 
 
+CommodityParser = Callable[[str], Sequence[str]]
+
+
 def parse_query(
-    args: Mapping[str, Sequence[str | bytes]],
-    commodity_parser: Callable[[str], Sequence[str]],
+    args: Mapping[str, Sequence[str | bytes]], commodity_parser: CommodityParser
 ) -> tuple[LineupQuery, int, str | None]:
     """The query, page size and raw cursor of /v1/lineups query arguments (C5).
 
@@ -137,23 +158,42 @@ def parse_query(
     for an unknown or repeated parameter, an empty value, or a value out of its rules.
     Whether a `source` feed exists or is entitled is the caller's check (C5)."""
     values = _single_values(args)
-    date_from, date_to = _date(values, "from"), _date(values, "to")
-    if date_from and date_to and date_from > date_to:
-        raise ValidationError.parameter("from", "'from' must not be after 'to'")
-    query = LineupQuery(
-        source=_source(values.get("source")),
-        port=_port(values.get("port")),
-        country=_text(values, "country"),
-        port_name=_text(values, "port_name"),
-        date_from=date_from,
-        date_to=date_to,
-        latest=_boolean(values, "latest"),
-        commodity=_commodities(_text(values, "commodity", MAX_COMMODITY_CHARS), commodity_parser),
-        status=_statuses(_text(values, "status")),
-        merge=_choice(values, "merge", MODES, "all"),
-        format=_choice(values, "format", FORMATS, "json"),
-    )
+    query = LineupQuery(**_fields(values, commodity_parser, None))
     return query, _limit(values.get("limit")), values.get("cursor")
+
+
+def read_filters(
+    values: Mapping[str, str], commodity_parser: CommodityParser
+) -> tuple[LineupQuery, list[ValidationError]]:
+    """The query of an address's parameters (one value each), by the rules of
+    `parse_query`, each filter on its own: a value that breaks its rule is left at
+    its default and its ValidationError returned; `from` after `to` is kept (the
+    query then says so); an empty value is no value; other parameters (`FILTERS`
+    lists the filters) are passed over. Returns the query and the errors, in parameter order."""
+    errors: list[ValidationError] = []
+    given = {name: value for name, value in values.items() if name in FILTERS and value.strip()}
+    return LineupQuery(**_fields(given, commodity_parser, errors)), errors
+
+
+def _fields(
+    values: Mapping[str, str], commodity_parser: CommodityParser, errors: list[ValidationError] | None
+) -> dict[str, Any]:
+    """The `LineupQuery` fields of the given filter values, each read by its rule in
+    `_RULES` order. With `errors` None the first broken rule (or `from` after `to`)
+    raises; otherwise broken rules are collected there and their fields left out."""
+    out: dict[str, Any] = {}
+    for name, (field, rule) in _RULES.items():
+        if name in values:
+            try:
+                out[field] = rule(values[name], commodity_parser)
+            except ValidationError as error:
+                if errors is None:
+                    raise
+                errors.append(error)
+        if name == "to" and errors is None and out.get("date_from") and out.get("date_to"):
+            if out["date_from"] > out["date_to"]:
+                raise ValidationError.parameter("from", "'from' must not be after 'to'")
+    return out
 
 
 def _single_values(args: Mapping[str, Sequence[str | bytes]]) -> dict[str, str]:
@@ -176,18 +216,17 @@ def _single_values(args: Mapping[str, Sequence[str | bytes]]) -> dict[str, str]:
     return values
 
 
-def _source(value: str | None) -> str | None:
+def _source(value: str, _parser: CommodityParser) -> str | None:
     # Enumerations are read in any case (issue 18.9); the query keeps one spelling.
-    if value is None or value.lower() == "all":
+    if value.lower() == ALL_SOURCES:
         return None
-    if not _UUID.fullmatch(value):
+    feed_id = canonical_uuid(value)
+    if feed_id is None:
         raise ValidationError.parameter("source", "must be 'all' or a feed UUID")
-    return str(uuid.UUID(value))
+    return feed_id
 
 
-def _port(value: str | None) -> str | None:
-    if value is None:
-        return None
+def _port(value: str, _parser: CommodityParser) -> str:
     if not _LOCODE.fullmatch(value):
         raise ValidationError.parameter(
             "port", "must be a UN/LOCODE: 2 letters, then 3 letters or digits (e.g. NLRTM)"
@@ -195,12 +234,9 @@ def _port(value: str | None) -> str | None:
     return value.upper()
 
 
-def _text(values: Mapping[str, str], name: str, longest: int = MAX_TEXT_CHARS) -> str | None:
+def _text(name: str, value: str, _parser: CommodityParser, longest: int = MAX_TEXT_CHARS) -> str:
     """A text parameter, trimmed; ValidationError when it is longer than `longest`
     characters or holds a control character."""
-    value = values.get(name)
-    if value is None:
-        return None
     if len(value) > longest:
         raise ValidationError.parameter(name, f"must be at most {longest:,} characters")
     if _CONTROL.search(value):
@@ -208,10 +244,7 @@ def _text(values: Mapping[str, str], name: str, longest: int = MAX_TEXT_CHARS) -
     return value.strip()
 
 
-def _date(values: Mapping[str, str], name: str) -> dt.date | None:
-    value = values.get(name)
-    if value is None:
-        return None
+def _date(name: str, value: str, _parser: CommodityParser) -> dt.date:
     try:
         if not _DATE.fullmatch(value):
             raise ValueError
@@ -220,31 +253,27 @@ def _date(values: Mapping[str, str], name: str) -> dt.date | None:
         raise ValidationError.parameter(name, "must be a date written YYYY-MM-DD") from None
 
 
-def _boolean(values: Mapping[str, str], name: str) -> bool:
-    value = values.get(name, "false").lower()
-    if value not in ("true", "false"):
+def _boolean(name: str, value: str, _parser: CommodityParser) -> bool:
+    if value.lower() not in BOOLEANS:
         raise ValidationError.parameter(name, "must be true or false")
-    return value == "true"
+    return value.lower() == "true"
 
 
-def _choice(values: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
-    value = values.get(name, default).lower()
-    if value not in choices:
+def _choice(name: str, choices: tuple[str, ...], value: str, _parser: CommodityParser) -> str:
+    if value.lower() not in choices:
         raise ValidationError.parameter(name, f"must be one of: {', '.join(choices)}")
-    return value
+    return value.lower()
 
 
-def _commodities(value: str | None, parser: Callable[[str], Sequence[str]]) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    return tuple(sorted(set(parser(value)), key=str.casefold))
+def _commodities(value: str, parser: CommodityParser) -> tuple[str, ...]:
+    names = parser(_text("commodity", value, parser, MAX_COMMODITY_CHARS))
+    return tuple(sorted(set(names), key=str.casefold))
 
 
-def _statuses(value: str | None) -> tuple[str, ...]:
+def _statuses(value: str, parser: CommodityParser) -> tuple[str, ...]:
     """The vessel statuses of a `status` value: comma-separated, each matched ignoring
     case and surrounding spaces (C1), in the seed's order, duplicates dropped."""
-    if value is None:
-        return ()
+    value = _text("status", value, parser)
     allowed = ", ".join(VESSEL_STATUSES)
     wanted = set()
     for item in value.split(","):
@@ -257,6 +286,23 @@ def _statuses(value: str | None) -> tuple[str, ...]:
             raise error
         wanted.add(status)
     return tuple(status for status in VESSEL_STATUSES if status in wanted)
+
+
+#: Each filter parameter: the `LineupQuery` field it sets and its rule, in the order
+#: a query's errors are reported (the dates first: `from` after `to` is checked then).
+_RULES: dict[str, tuple[str, Callable[[str, CommodityParser], Any]]] = {
+    "from": ("date_from", partial(_date, "from")),
+    "to": ("date_to", partial(_date, "to")),
+    "source": ("source", _source),
+    "port": ("port", _port),
+    "country": ("country", partial(_text, "country")),
+    "port_name": ("port_name", partial(_text, "port_name")),
+    "latest": ("latest", partial(_boolean, "latest")),
+    "commodity": ("commodity", _commodities),
+    "status": ("status", _statuses),
+    "merge": ("merge", partial(_choice, "merge", MODES)),
+    "format": ("format", partial(_choice, "format", FORMATS)),
+}
 
 
 def _limit(value: str | None) -> int:

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from store.database.db import ReplicaBehind, is_replica
 from store.errors import Forbidden, LineupsError, NotFound, Unauthorized, ValidationError
-from store.ids import is_uuid
+from store.ids import canonical_uuid
 from store.fields import format_time, stored_now
 from store.names import check_free, find_named
 from store.database.schema import ApiKey, Buyer, Feed, Subscription
@@ -97,8 +97,8 @@ def find_key(session: Session, ident: str) -> ApiKey:
     ident = ident.strip()
     if KEY_PATTERN.match(ident):
         row = session.scalar(select(ApiKey).where(ApiKey.key_hash == hash_key(ident)))
-    elif is_uuid(ident):
-        row = session.get(ApiKey, ident)
+    elif key_id := canonical_uuid(ident):
+        row = session.get(ApiKey, key_id)
     else:
         rows = list(session.scalars(select(ApiKey).where(ApiKey.prefix == ident)))
         row = rows[0] if len(rows) == 1 else None

@@ -25,11 +25,11 @@ from sqlalchemy.orm import Session
 
 from store.access.accounts import active_buyer
 from store.errors import Forbidden, NotFound, Unauthorized, ValidationError
-from store.ids import is_uuid
+from store.ids import canonical_uuid, is_uuid
 from store.fields import format_time, stored_now
 from store.names import check_free, find_named
 from store.database.schema import Buyer, ShareLink
-from store.query import parse_query
+from store.query import PAGE_PARAMETERS, parse_query
 from store.reference.taxonomy import default_taxonomy
 
 SALT = "lineups.share-link.v1"
@@ -40,7 +40,7 @@ TOKEN_PREFIX = "sl_"
 #: The characters of a token (a regular-expression class): URL- and filename-safe.
 TOKEN_CHARACTERS = "A-Za-z0-9_.-"
 #: Parameters of /v1/lineups that a link does not freeze.
-NOT_FROZEN = ("cursor", "limit")
+NOT_FROZEN = PAGE_PARAMETERS
 
 
 def signer(secrets: tuple[str, ...]) -> URLSafeSerializer:
@@ -114,7 +114,8 @@ def find_link(session: Session, ident: str, buyer_id: str | None = None, labelle
     `buyer_id`'s links when given. Raises NotFound, and ValidationError when a label
     names links of several buyers (the operator then names the buyer)."""
     if not labelled:
-        link = session.get(ShareLink, ident) if is_uuid(ident) else None
+        link_id = canonical_uuid(ident)
+        link = session.get(ShareLink, link_id) if link_id else None
         if link is None or (buyer_id is not None and link.buyer_id != buyer_id):
             raise NotFound(f"No share link with id {ident!r}")
         return link

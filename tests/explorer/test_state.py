@@ -571,6 +571,16 @@ def test_a_model_opens_on_the_page_its_address_names(account):
     assert model.page == (model.row_count - 1) // PAGE_SIZE and len(model.page_rows) > 0
 
 
+def test_the_address_is_read_by_the_apis_rules(account):
+    """The page's address is read by the query module's rules, as /v1/lineups reads
+    its parameters (issue 48 item 4): enumerations in any case, and a value the API
+    would refuse is left out and said, never silently replaced."""
+    filters = LineupsModel(account).filters
+    ignored = filters.set_args({"port": "brssz", "latest": "maybe", "merge": "BY_SOURCE", "to": "2026-1-5"}, default_taxonomy())
+    assert len(ignored) == 2 and not any("'" in text or "parameter" in text for text in ignored)
+    assert filters.url_args() == {"port": "BRSSZ", "merge": "by_source"}
+
+
 def test_ports_and_countries_narrow_to_the_chosen_feed(account):
     filters = LineupsModel(account).filters
     filters.port = "NLRTM"

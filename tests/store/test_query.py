@@ -12,7 +12,8 @@ from merge_records import FEED_A, FEED_B, day, frame, record
 from store.errors import ValidationError
 from store.merging.merge import merge
 from pipeline_reference import apply_filters, apply_latest, page, position_of, run, select, sort_rows
-from store.query import LineupQuery, parse_query
+from store.ids import canonical_uuid, is_uuid
+from store.query import FILTERS, LineupQuery, parse_query, read_filters
 
 TAXONOMY = {"thermal coal": "Thermal Coal", "coal": "Coal", "dry bulk": "Dry Bulk", "soybeans": "Soybeans"}
 
@@ -390,3 +391,31 @@ def test_a_query_names_its_csv_file_after_its_filters():
     assert file_name(parse(port="NLRTM")[0], day) == "lineups-nlrtm-20261204.csv"
     assert file_name(LineupQuery(), day) == "lineups-all-20261204.csv"
     assert file_name(parse(port_name='a"b\\c/<x>')[0], day) == "lineups-a-b-c-x-20261204.csv"
+
+
+def test_an_address_is_read_by_the_same_rules_each_filter_on_its_own():
+    """`read_filters` (the explorer's address) applies what `parse_query` accepts and
+    leaves out, with the API's error, each value that breaks its rule."""
+    good = {"source": FEED_B.upper(), "port": "beanr", "latest": "TRUE", "commodity": "coal", "from": "2024-01-02"}
+    query, errors = read_filters(good, commodity_parser)
+    assert errors == [] and query == parse(**good)[0]
+    bad = {**good, "port": "Antwerp", "to": "tomorrow", "merge": "some", "limit": "9", "cursor": "x", "colour": "red"}
+    query, errors = read_filters(bad, commodity_parser)
+    assert [error.details["parameter"] for error in errors] == ["to", "port", "merge"]
+    for error in errors:  # the API's answer for the same value
+        with pytest.raises(ValidationError) as refused:
+            parse(**{error.details["parameter"]: bad[error.details["parameter"]]})
+        assert refused.value.body() == error.body()
+    assert query == LineupQuery(source=FEED_B, latest=True, commodity=("Coal",), date_from=dt.date(2024, 1, 2))
+    assert read_filters({"port": " ", "from": "2024-02-01", "to": "2024-01-01"}, commodity_parser)[1] == []
+    assert set(FILTERS) == {"source", "port", "country", "port_name", "from", "to", "latest", "commodity", "status", "merge"}
+
+
+def test_one_uuid_rule_for_every_id():
+    """C5/C11: 8-4-4-4-12 hex digits in any case, kept in lower case; other spellings
+    that Python's uuid module reads are no id."""
+    assert canonical_uuid(FEED_B.upper()) == FEED_B.lower() and is_uuid(FEED_B)
+    for text in ("{" + FEED_B + "}", "urn:uuid:" + FEED_B, FEED_B.replace("-", ""), FEED_B + " ", "", None, 7):
+        assert canonical_uuid(text) is None and not is_uuid(text)
+        with pytest.raises(ValidationError):
+            parse(source=text if isinstance(text, str) and text else "x")
