@@ -28,20 +28,23 @@ def text_args(arguments: dict[str, list[bytes]]) -> dict[str, list[str]]:
 
 class RequestIds:
     """Request ids of 32 hex digits (`X-Request-Id`): a random 64-bit prefix per
-    process, drawn again in a forked child, and a counter. Unique across the
-    processes of a server and its restarts like `uuid4().hex`, without reading the
-    system's random source on every request (an id names a request in the log; it
-    is not a secret)."""
+    process, drawn at the process's first id (so in a forked child its own), and a
+    counter. Unique across the processes of a server and its restarts like
+    `uuid4().hex`, without reading the system's random source on every request (an
+    id names a request in the log; it is not a secret). Making one does nothing:
+    no random draw and no fork hook at import."""
 
     def __init__(self) -> None:
-        self._reseed()
-        os.register_at_fork(after_in_child=self._reseed)
+        self._pid: int | None = None
 
     def _reseed(self) -> None:
         self._prefix = os.urandom(8).hex()
         self._count = itertools.count()
+        self._pid = os.getpid()
 
     def __call__(self) -> str:
+        if self._pid != os.getpid():
+            self._reseed()
         return f"{self._prefix}{next(self._count) & 0xFFFFFFFFFFFFFFFF:016x}"
 
 

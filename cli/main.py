@@ -45,7 +45,7 @@ class Context:
         setting, else the default address."""
         from store.database import config
 
-        return config.public_base_url(self.base_url, self.stored_base_url, self.settings.base_url)
+        return config.public_base_url(self.settings.given_base_url, self.stored_base_url, self.settings.base_url)
 
     def stored_base_url(self) -> str | None:
         """The store's base-url setting, or None."""

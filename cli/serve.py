@@ -123,7 +123,8 @@ def _settings(ctx, host: str, port: int, **flags) -> Settings:
 
     if ctx.base_url is not None:
         _store_base_url(ctx)
-    flags["base_url"] = config.public_base_url(ctx.base_url, ctx.stored_base_url, _listening_url(host, port))
+    given = ctx.base_url or ctx.settings.given_base_url
+    flags["base_url"] = config.public_base_url(given, ctx.stored_base_url, _listening_url(host, port))
     ctx.settings = dataclasses.replace(ctx.settings, **{k: v for k, v in flags.items() if v is not None})
     return ctx.settings
 

@@ -44,7 +44,8 @@ def public_base_url(args: argparse.Namespace, sessions) -> str:
         with transaction(sessions) as session:
             return config.get(session, config.BASE_URL)
 
-    return config.public_base_url(args.base_url, stored, f"http://{args.host}:{args.port}")
+    given = Settings.load(base_url=args.base_url).given_base_url
+    return config.public_base_url(given, stored, f"http://{args.host}:{args.port}")
 
 
 async def serve(args: argparse.Namespace) -> None:

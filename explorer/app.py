@@ -41,7 +41,7 @@ from explorer.auth import (
 )
 from explorer import ROUTE, charts
 from explorer.headers import ExplorerHeaders
-from explorer.session import Account, ExplorerContext, SessionLost, off_loop
+from explorer.session import Account, ExplorerContext, SessionLost
 from explorer.state import empty_rows
 from store.errors import NotFound
 from explorer.views import Explorer
@@ -67,7 +67,7 @@ def explorer_page(context: ExplorerContext) -> pn.viewable.Viewable:
 
     async def open_account() -> None:
         try:
-            account = await off_loop(Account.open, context, identity)
+            account = await context.off_loop(Account.open, context, identity)
         except SessionLost:
             page.objects = [_session_ended()]
             return

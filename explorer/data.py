@@ -4,7 +4,7 @@ issue 15 (`store.views.lineups.Lineups`, which `Account.store()` hands over in
 
 Every function takes the caller's SQLAlchemy session (one transaction per action,
 opened by `Account.store()`), the buyer and a validated `LineupQuery`, and blocks:
-the explorer calls them only from its thread pool (`explorer.session.off_loop`),
+the explorer calls them only from its thread pool (`ExplorerContext.off_loop`),
 never on the event loop. What a filter change reads is bounded by the screen, not by
 the result: a page of rows (`page`), the count, the charts' totals computed in SQL
 (`summary`) and the rows near the page for its duplicate check (`near`). Nothing reads

@@ -9,8 +9,8 @@ anything: a revoked key, a suspended buyer or a logout (in any tab) ends the
 session on the next action.
 
 Store work never runs on the event loop the explorer shares with the API: the
-screens' models await `Account.run(work)`, which runs `work` in `EXECUTOR`'s threads
-(`off_loop`) and comes back to the loop with the result (issue 17).
+screens' models await `Account.run(work)`, which runs `work` in the context's threads
+(`ExplorerContext.off_loop`) and comes back to the loop with the result (issue 17).
 """
 
 from __future__ import annotations
@@ -48,14 +48,14 @@ log = logging.getLogger("lineups.explorer")
 RETRY_S = 1.0
 RETRY_MAX_S = 30.0
 
-#: The threads that run the explorer's store work (a few: the API keeps the loop's
-#: default executor for its own).
-EXECUTOR = ThreadPoolExecutor(max_workers=4, thread_name_prefix="explorer-store")
+#: Threads that run one server process's explorer store work (a few: the API keeps
+#: the loop's default executor for its own).
+STORE_THREADS = 4
 
 
-async def off_loop(work: Callable[..., T], *args) -> T:
-    """`work(*args)`, run in `EXECUTOR` while the event loop serves others."""
-    return await asyncio.get_running_loop().run_in_executor(EXECUTOR, partial(work, *args))
+def store_threads() -> ThreadPoolExecutor:
+    """The threads of a new `ExplorerContext` (started when first used)."""
+    return ThreadPoolExecutor(max_workers=STORE_THREADS, thread_name_prefix="explorer-store")
 
 
 class SessionBook:
@@ -150,12 +150,19 @@ class ExplorerContext:
     #: while the buyer waits (issue 16 item 1; made from the engine when not given,
     #: the API's when the explorer is served beside it).
     usage: UsageWriter | None = None
+    #: The threads store work runs in, off the event loop (made with the context at
+    #: start-up, never at import).
+    executor: ThreadPoolExecutor = dataclasses.field(default_factory=store_threads)
 
     def __post_init__(self) -> None:
         if self.book is None:
             object.__setattr__(self, "book", SessionBook(self.sessions))
         if self.usage is None:
             object.__setattr__(self, "usage", UsageWriter(self.sessions.kw["bind"]))
+
+    async def off_loop(self, work: Callable[..., T], *args) -> T:
+        """`work(*args)`, run in `executor` while the event loop serves others."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, partial(work, *args))
 
 
 class SessionLost(Exception):
@@ -240,7 +247,7 @@ class Account(param.Parameterized):
         if self.lost:
             raise SessionLost("This session has ended")
         try:
-            return await patiently(lambda: off_loop(self._work, work))
+            return await patiently(lambda: self.context.off_loop(self._work, work))
         except SessionLost:
             self.lost = True
             raise

@@ -44,6 +44,9 @@ class Settings:
     db_replicas: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
     base_url: str = "http://127.0.0.1:8000"
+    #: The public address as given by a flag or `LINEUPS_BASE_URL` (None: neither),
+    #: which wins over the store's base-url setting (`store.database.config`).
+    given_base_url: str | None = None
     redis_url: str | None = None
     #: Requests per API key (or share link, or client address) per rolling minute
     #: (C5: 100). Settable for load tests; the contract's products use the default.
@@ -72,6 +75,8 @@ class Settings:
         values["secrets"] = _listed(env.get("LINEUPS_SECRET"))
         values.update({k: v for k, v in overrides.items() if v is not None})
         values["base_url"] = values["base_url"].rstrip("/")
+        if overrides.get("base_url") or env.get("LINEUPS_BASE_URL"):
+            values["given_base_url"] = values["base_url"]
         return cls(**values)
 
     @property

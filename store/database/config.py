@@ -13,7 +13,6 @@ Functions take a session and neither commit nor close it.
 
 from __future__ import annotations
 
-import os
 from typing import Callable
 from urllib.parse import urlsplit
 
@@ -40,12 +39,12 @@ def check_base_url(value: str) -> str:
     return text
 
 
-def public_base_url(flag: str | None, stored: Callable[[], str | None], default: str) -> str:
-    """The public address, first found wins (the module's docstring): `flag` (a
-    command's --base-url), else $LINEUPS_BASE_URL, else `stored()` (this setting, read
-    only when needed), else `default`; without a trailing slash. Every command and
-    server process finds it here."""
-    return (flag or os.environ.get("LINEUPS_BASE_URL") or stored() or default).rstrip("/")
+def public_base_url(given: str | None, stored: Callable[[], str | None], default: str) -> str:
+    """The public address, first found wins (the module's docstring): `given` (a
+    command's --base-url, else $LINEUPS_BASE_URL: `Settings.given_base_url`), else
+    `stored()` (this setting, read only when needed), else `default`; without a
+    trailing slash. Every command and server process finds it here."""
+    return (given or stored() or default).rstrip("/")
 
 
 #: Each setting's name and the function that checks and normalises its value.

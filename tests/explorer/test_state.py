@@ -654,7 +654,7 @@ def test_reads_of_a_view_being_built_elsewhere_wait_off_the_explorers_threads(co
     import dataclasses
 
     from explorer import data
-    from explorer.session import EXECUTOR, Account
+    from explorer.session import Account
     from store.views import builds, upkeep
     from store.views.lineups import Lineups
     from tests.paused_build import paused_build
@@ -668,7 +668,7 @@ def test_reads_of_a_view_being_built_elsewhere_wait_off_the_explorers_threads(co
         return await account.run(lambda session, buyer: data.count(session, buyer.id, query))
 
     async def meanwhile() -> list[asyncio.Future]:
-        waiting = [asyncio.ensure_future(read(held)) for _ in range(2 * EXECUTOR._max_workers)]
+        waiting = [asyncio.ensure_future(read(held)) for _ in range(2 * account.context.executor._max_workers)]
         await asyncio.sleep(1)
         assert not any(w.done() for w in waiting)
         assert await asyncio.wait_for(read(other), 30) > 0  # a thread was free for it
