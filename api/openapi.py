@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from api.cursors import CURSOR_PATTERN
 from api.openapi_schemas import any_case, ref, schemas
@@ -152,7 +152,7 @@ def _ok(description: str, content: dict[str, Any], *extra: str) -> dict[str, Any
     return {"description": description, "headers": {**headers, **_response_headers(*extra)}, "content": content}
 
 
-def _operation(summary: str, ok: dict[str, Any], params: list[str], errors: tuple[str, ...], **extra) -> dict[str, Any]:
+def _operation(summary: str, ok: dict[str, Any], params: Sequence[str], errors: tuple[str, ...], **extra) -> dict[str, Any]:
     responses = {"200": ok}
     for status, name in (("400", "ValidationError"), ("401", "Unauthorized"), ("403", "Forbidden"), ("404", "NotFound")):
         if name in errors:
@@ -181,7 +181,7 @@ def _links(links: dict[str, tuple[str, str, str]]) -> dict[str, Any]:
 
 def _paths() -> dict[str, Any]:
     all_errors = ("ValidationError", "Unauthorized", "Forbidden", "NotFound")
-    filters = ["source", "port", "country", "port_name", "from", "to", "latest", "commodity", "status", "merge", "limit", "cursor", "format"]
+    filters = list(query.PARAMETERS)
     lineups = _ok(
         "A page of lineup records: JSON, or CSV with `format=csv`.",
         {**_json("LineupPage"), "text/csv": {"schema": {"type": "string"}}},
@@ -199,7 +199,7 @@ def _paths() -> dict[str, Any]:
         "/v1/lineups": _operation("Lineup records of the buyer's feeds, merged, filtered, paged", lineups, filters, all_errors, operationId="listLineups"),
         "/v1/lineups/changes": _operation(
             "The change feed of a /v1/lineups query: its rows, then what changed", _ok("A page of changes.", _json("ChangesPage")),
-            filters[:-1], all_errors, operationId="listLineupChanges",
+            [name for name in filters if name != "format"], all_errors, operationId="listLineupChanges",
             description="Without a cursor: the query's current rows in pages, each `{\"op\": \"upsert\", \"row\": …}`. "
             "With the last `next_cursor`: what changed since, in commit order, `upsert` for a row new or changed and "
             "`delete` for a row that left the result. Apply every item in order (upsert by id, delete by id) and you "
