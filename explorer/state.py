@@ -24,7 +24,7 @@ from store.merging.duplicates import WINDOW, likely_duplicates
 from explorer.session import Account, SessionLost
 from explorer.filters import LineupFilters
 from explorer.words import problem
-from store.intake import history
+from store.views import history
 from store.errors import LineupsError
 from store.fields import RECORD_FIELDS, format_time
 from store.views.lineups import Summary

@@ -13,7 +13,7 @@ import-linter contract, checked with the tests):
 - `query`: the /v1/lineups query (C3, C5), parameters to query and back;
 - `access`: buyers, keys, subscriptions, share links;
 - `views`: the read path (records loaded for the engine, merged views kept in the
-  database, their upkeep, pages as SQL, CSV text);
+  database, their upkeep, pages as SQL, CSV text, records' histories);
 - `intake`: what writes records (feed files, ingest, the feed registry, commodity
   mappings, the demo data set), bringing the views up to date.
 

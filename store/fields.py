@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import sys
+from typing import Any
 
 #: The served record, in the seed's table 2.1 order. Also the CSV column order (C1, C9).
 RECORD_FIELDS: tuple[str, ...] = (
@@ -188,6 +189,17 @@ def parse_time(text: str) -> dt.datetime:
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=dt.timezone.utc)
     return parsed.astimezone(dt.timezone.utc)
+
+
+def content_json(record) -> dict[str, Any]:
+    """A stored record's content as JSON, for its revision history."""
+    content = {}
+    for field in (*CONTENT_FIELDS, "commodity_leaf"):
+        value = getattr(record, field)
+        if isinstance(value, dt.datetime):
+            value = format_time(value)
+        content[field] = value
+    return content
 
 
 def utcnow() -> dt.datetime:

@@ -25,7 +25,7 @@ from store.intake import validate
 from store.intake.commodities import mappings as commodity_mappings
 from store.intake.feeds import lock_feed, next_version
 from store.intake.feedfile import read_feed_file
-from store.fields import CONTENT_FIELDS, stored_now
+from store.fields import CONTENT_FIELDS, content_json, stored_now
 from store.intake.mapping import Mapping
 from store.database.db import analyze_if_stale, sqlite_page_cache, vacuum_after_commit
 from store.database.schema import Feed, Record, RecordRevision
@@ -320,7 +320,7 @@ def _update_changed(session, frame, now, progress) -> None:
                 {
                     "record_id": rid,
                     "version": old[rid].version,
-                    "content": validate.content_json(old[rid]),
+                    "content": content_json(old[rid]),
                     "updated_at": old[rid].updated_at,
                     "replaced_at": now,
                 }

@@ -10,7 +10,6 @@ directory, and a content hash that tells a changed row from an unchanged one.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from typing import Any, Mapping
 
@@ -25,7 +24,6 @@ from store.fields import (
     ENUMERATIONS,
     FEED_FILE_COLUMNS,
     canonical_enum,
-    format_time,
 )
 from store.normalize import commodity_text_key, lookup_key, vessel_name_key
 from store.reference.ports import default_directory, looks_like_unlocode
@@ -398,17 +396,6 @@ def content_hashes(frame: pd.DataFrame) -> pd.Series:
     run (pandas' hashing uses a fixed key)."""
     hashed = pd.util.hash_pandas_object(frame[list(CONTENT_FIELDS)], index=False)
     return pd.Series(hashed.to_numpy().view(np.int64), index=frame.index)
-
-
-def content_json(record) -> dict[str, Any]:
-    """A stored record's content as JSON, for its revision history."""
-    content = {}
-    for field in (*CONTENT_FIELDS, "commodity_leaf"):
-        value = getattr(record, field)
-        if isinstance(value, dt.datetime):
-            value = format_time(value)
-        content[field] = value
-    return content
 
 
 def commodity_text(raw: str) -> str:

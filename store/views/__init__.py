@@ -9,6 +9,7 @@
   change's views built before it commits; views no buyer can read dropped.
 - `store.views.sql`: a query (`store.query`, C3) as SQL over the kept rows: filters, `latest`, the
   C3 order and keyset pages (C4).
+- `store.views.history`: every version of a record an ingest stored.
 - `store.views.lineups`: what the API, the share links and the explorer call: pages,
   counts, whole results a block at a time, provenance. Holds no data between calls.
 

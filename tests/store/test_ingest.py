@@ -19,10 +19,10 @@ from store.intake import feeds, ingest
 
 from store.intake import commodities
 from store.errors import NotFound, ValidationError
-from store.intake.history import eta_slips, record_history
+from store.views.history import eta_slips, record_history
 from store.intake.mapping import Mapping
 from store.database.schema import Feed, Record, RecordRevision
-from store.intake.validate import content_json
+from store.fields import content_json
 
 SANTOS_FILE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "santos-lineup-2023-12.csv"
 SANTOS_MAPPING = Path(__file__).resolve().parents[2] / "docs" / "examples" / "santos-mapping.toml"

@@ -18,9 +18,8 @@ from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session
 
 from store.errors import NotFound
-from store.fields import format_time, parse_time
+from store.fields import content_json, format_time, parse_time
 from store.database.schema import Record, RecordRevision
-from store.intake.validate import content_json
 
 #: (feed id, ref): how a feed names its record, and the key of `eta_slips`.
 RecordKey = tuple[str, str]
