@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable
 from tornado.httputil import HTTPServerConnectionDelegate
 from tornado.web import Application, RequestHandler
 
+from cli.process_objects import settle_objects
 from explorer.headers import ExplorerHeaders
 
 if TYPE_CHECKING:
@@ -66,8 +67,6 @@ class ExplorerMount(HTTPServerConnectionDelegate):
         """Start the explorer on the running event loop and serve it from now on."""
         self.build()
         self.explorer.start()
-        from cli.serve import settle_objects  # serve imports this module
-
         settle_objects(collect=False)  # the explorer's objects, collected by `build`
         self._target = self.explorer.tornado
         log.info("The explorer is ready at /explorer")

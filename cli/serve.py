@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import gc
 import logging
 import os
 import signal
@@ -45,6 +44,7 @@ from cli import logs
 from cli.demo import run_demo
 from cli.explorer_mount import ExplorerMount
 from cli.main import common
+from cli.process_objects import settle_objects
 from store.access import accounts
 from store.database.db import transaction
 from store.errors import LineupsError, ValidationError
@@ -152,21 +152,6 @@ def _load_code() -> None:
     import api.server  # noqa: F401
 
     settle_objects()
-
-
-def settle_objects(collect: bool = True) -> None:
-    """Take every object this process holds now (modules, the app; ~106,000 with
-    the API's modules, ~225,000 once the explorer's are in) out of the cyclic
-    garbage collector's full collections (`gc.freeze`, after a collection when
-    `collect`): they live as long as the process, and a full collection walked them
-    all, holding the interpreter lock, every time one came due under load (50 ms with
-    the API's objects, 116-120 ms with the explorer's on this 2-core machine, up to
-    170 ms during a load pass): every request in flight waited that long. Later
-    collections walk only the objects made since. Before the fork, frozen objects
-    are also pages the workers share (Python's documentation of `gc.freeze`)."""
-    if collect:
-        gc.collect()
-    gc.freeze()
 
 
 def _check_shared_limits(settings: Settings, processes: int, per_process: bool) -> None:

@@ -44,7 +44,7 @@ def pytest_collection_modifyitems(config, items) -> None:
 @pytest.fixture(autouse=True)
 def collector_unfrozen() -> Iterator[None]:
     """A test that starts the explorer in this process freezes the objects it holds
-    then (`cli.serve.settle_objects`, as a server process does): afterwards they are
+    then (`cli.process_objects.settle_objects`, as a server process does): afterwards they are
     the collector's again, so that no later test keeps an earlier one's garbage."""
     yield
     if gc.get_freeze_count():

@@ -1,5 +1,5 @@
 """A server process keeps its long-lived objects out of the garbage collector's full
-collections (`cli.serve.settle_objects`): a full collection holds the interpreter lock
+collections (`cli.process_objects.settle_objects`): a full collection holds the interpreter lock
 while it walks every tracked object, and with the explorer loaded that was 116-170 ms
 that every request in flight waited (docs/architecture.md, "What a server process
 keeps"). Garbage is still freed, before the freeze and after it."""
@@ -11,7 +11,7 @@ import weakref
 
 import pytest
 
-from cli.serve import settle_objects
+from cli.process_objects import settle_objects
 
 
 class Node:
