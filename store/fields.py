@@ -103,6 +103,9 @@ ENUMERATIONS: dict[str, tuple[str, ...]] = {
     "vessel_status": VESSEL_STATUSES,
     "quantity_unit": QUANTITY_UNITS,
 }
+#: The merge modes (C2.6): every feed's records merged into one row per call, or each
+#: feed's merged alone. The merge engine, the kept views and the query all take these.
+MERGE_MODES: tuple[str, ...] = ("all", "by_source")
 
 _BLANK_WORDS = frozenset({"", "n/a", "tbc", "tbn"})
 

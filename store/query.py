@@ -28,9 +28,9 @@ from functools import partial
 from typing import Any
 
 from store.errors import ValidationError
+from store.fields import MERGE_MODES as MODES
 from store.fields import VESSEL_STATUSES
 from store.ids import canonical_uuid
-from store.merging.merge import MODES
 
 #: The query parameters of seed 4.1, in the seed's order, and `status` (issue 45 item
 #: 4: the vessel statuses to keep); any other is refused (C5).

@@ -45,10 +45,9 @@ from store.fields import (
     RECORD_FIELDS,
     TIME_FIELDS,
 )
+from store.fields import MERGE_MODES as MODES
 from store.merging.resolve import Identities, Resolution, resolve
 from store.merging.merge_plan import NAT, Codes, Plan, RecordArrays, blank_mask, factorized, group_records, nanos
-
-MODES = ("all", "by_source")
 
 #: Columns of the output after RECORD_FIELDS (see the module docstring).
 EXTRA_COLUMNS: tuple[str, ...] = ("vessel_key", "commodity_key", "_anchor_first", "_span_end", "_members")

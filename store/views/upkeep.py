@@ -45,7 +45,7 @@ from sqlalchemy.orm import Session
 
 from store.database import db
 from store.database.db import sqlite_page_cache, vacuum_after_commit
-from store.fields import stored_now
+from store.fields import MERGE_MODES as MODES, stored_now
 from store.merging.merge_plan import NAT, nanos
 from store.merging.resolve import Identities
 from store.database.schema import Feed, MergedRow, MergedView, Record
@@ -55,7 +55,6 @@ from store.views.stored import copy_rows, insert_rows, replace_pair_rows, table_
 
 log = logging.getLogger("lineups.views")
 
-MODES = ("all", "by_source")
 #: Above this share of a view's rows to merge again, a fresh merge is the cheaper way.
 INCREMENTAL_SHARE = 0.25
 
