@@ -34,7 +34,7 @@ from store.database.db import Reads, ReplicaBehind, is_replica
 from store.errors import Forbidden, NotFound
 from store.merging.explain import explain as explain_row
 from store.ids import is_uuid
-from store.intake.history import record_history
+from store.views.history import record_history
 from store.query import DEFAULT_LIMIT, LineupQuery, Position
 from store.views.records import load_identities, load_records_where, name_keys_of
 from store.database.schema import Feed, MergedRow, MergedView, Record
