@@ -74,4 +74,4 @@ class Dependencies:
             object.__setattr__(self, "reads", Reads(self.sessions))
         if self.lineups is None:
             # wait=0: a read of a view being built elsewhere waits off the threads (`BaseHandler.blocking`)
-            object.__setattr__(self, "lineups", Lineups(self.sessions, self.reads, wait=0))
+            object.__setattr__(self, "lineups", Lineups(self.sessions, self.reads, wait=0, noted=self.usage.view_read))

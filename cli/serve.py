@@ -308,7 +308,7 @@ def make_server_app(
 
         explorer = ExplorerApp(
             ExplorerContext(
-                sessions, Lineups(sessions, wait=0), settings.signing_secrets(), settings.base_url, usage=usage,
+                sessions, Lineups(sessions, wait=0, noted=usage.view_read), settings.signing_secrets(), settings.base_url, usage=usage,
             ),
             websocket_origins=origins_for(settings.base_url, *(address or (None, None))),
             sign_in_limiter=limiter,  # the API's: one budget of guesses per address (issue 16 item 8)
@@ -335,6 +335,7 @@ def run_worker(settings: Settings, listening: "Listening", index: int, supervise
 async def _serve(settings: Settings, listening: "Listening", index: int, supervised: bool) -> None:
     from api.server import DrainingServer
     from store.database.db import Reads, engine_for, make_sessionmaker, replica_engines_for
+    from store.views.builder import Builder
 
     sockets = listening.worker_sockets()  # first: a worker that cannot listen fails at once
     engine = engine_for(settings)
@@ -348,6 +349,8 @@ async def _serve(settings: Settings, listening: "Listening", index: int, supervi
     server.add_sockets(sockets)
     settle_objects()  # this process's engine, pools and app
     mounting = asyncio.ensure_future(served.explorer.mount_soon(server))  # the API answers meanwhile
+    builder = Builder(sessions)  # buyers' new views, once across processes (issue 47)
+    builder.start()
     limits = "shared in Redis" if settings.redis_url else "per process"
     where = f"; reads from replica {reads.describe()}" if replicas else ""
     log.info("Worker %d serving (rate limit %d/min %s%s)", index, settings.rate_limit, limits, where)
@@ -355,6 +358,7 @@ async def _serve(settings: Settings, listening: "Listening", index: int, supervi
     await _stop_requested(supervised)
     log.info("Worker %d stopping: no new connections; finishing %d request(s) in flight", index, server.in_flight)
     served.explorer.close()
+    builder.stop(timeout=0)
     await server.drain(SHUTDOWN_GRACE)
     await asyncio.wait([mounting])  # an import cannot be interrupted: let it end, then stop the explorer
     served.explorer.stop()

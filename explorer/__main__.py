@@ -18,6 +18,7 @@ from tornado.web import Application, RedirectHandler
 from explorer.app import ExplorerApp, origins_for
 from explorer.session import ExplorerContext
 from store.database import config
+from store.access.usage import UsageWriter
 from store.database.db import engine_for, make_sessionmaker, open_store, transaction
 from store.views.lineups import Lineups
 from store.settings import Settings, SettingsError
@@ -55,7 +56,9 @@ async def serve(args: argparse.Namespace) -> None:
     open_store(engine, settings.db_url)
     sessions = make_sessionmaker(engine)
     settings = dataclasses.replace(settings, base_url=public_base_url(args, sessions))
-    context = ExplorerContext(sessions, Lineups(sessions, wait=0), secrets, settings.base_url)
+    usage = UsageWriter(engine)  # notes of use, and of the views read (issue 47)
+    context = ExplorerContext(sessions, Lineups(sessions, wait=0, noted=usage.view_read), secrets, settings.base_url,
+                              usage=usage)
     explorer = ExplorerApp(context, websocket_origins=origins_for(settings.base_url, args.host, args.port))
     app = Application([(r"/", RedirectHandler, {"url": "/explorer"}), *explorer.routes()])
     server = HTTPServer(app)

@@ -1,16 +1,18 @@
 """Notes of use, written off the request path (issue 16 item 1; C5 keys, C8 links).
 
 Requests note that an API key or a share link was used (`last_used_at`, a link's use
-count); `UsageWriter`, one background thread per server process, writes those notes
-in batches. A request only puts a note on a bounded queue and never waits: when the
-queue is full the note is dropped and counted (`dropped`), so a store whose write
-lock is held (SQLite during a long ingest) costs some notes of use, never a slow or
+count), and reads that a kept view was read (`view_reads`: a view no buyer
+ever read is dropped as soon as no buyer can read it, issue 47); `UsageWriter`, one
+background thread per server process, writes those notes in batches. A request only
+puts a note on a bounded queue and never waits: when the queue is full the note is
+dropped and counted (`dropped`), so a store whose write lock is held (SQLite during a long ingest) costs some notes of use, never a slow or
 failed request. A batch that cannot be written (the lock held past SQLite's busy
 timeout) is kept and tried again with the next one: use counts are added up, so none
 is lost while the process lives.
 
-A key's `last_used_at` is written at most once a `key_every` seconds per process: a
-busy key does not turn every read into a write. A link's every use is counted.
+A key's `last_used_at`, and a view's `read_at`, are written at most once a
+`key_every` seconds per process: a busy key or view does not turn every read into a
+write. A link's every use is counted.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, text
 
 from store.access import accounts, links
 from store.fields import stored_now
@@ -47,10 +49,13 @@ class Batch:
 
     keys: dict[str, dt.datetime] = field(default_factory=dict)
     links: dict[str, tuple[int, dt.datetime]] = field(default_factory=dict)
+    views: dict[int, dt.datetime] = field(default_factory=dict)
 
-    def add(self, kind: str, ident: str, when: dt.datetime, uses: int = 1) -> None:
+    def add(self, kind: str, ident, when: dt.datetime, uses: int = 1) -> None:
         if kind == "key":
             self.keys[ident] = max(when, self.keys.get(ident, when))
+        elif kind == "view":
+            self.views[ident] = max(when, self.views.get(ident, when))
         else:
             count, last = self.links.get(ident, (0, when))
             self.links[ident] = (count + uses, max(when, last))
@@ -60,9 +65,11 @@ class Batch:
             self.add("key", key_hash, when)
         for link_id, (uses, when) in other.links.items():
             self.add("link", link_id, when, uses)
+        for view_id, when in other.views.items():
+            self.add("view", view_id, when)
 
     def __bool__(self) -> bool:
-        return bool(self.keys or self.links)
+        return bool(self.keys or self.links or self.views)
 
 
 class UsageWriter:
@@ -82,7 +89,7 @@ class UsageWriter:
         self._key_every = key_every
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._key_written: dict[str, float] = {}
+        self._written: dict[tuple, float] = {}
         self._unwritten = Batch()
         self._warned = -WARN_EVERY_S
         #: Notes dropped because the queue was full; batches that failed (and wait).
@@ -92,14 +99,25 @@ class UsageWriter:
     # ------------------------------------------------------------ requests' side
     def key_used(self, key_hash: str) -> None:
         """Note a use of the API key whose hash is `key_hash`; never blocks."""
+        if self._due(("key", key_hash)):
+            self._put(("key", key_hash, stored_now()))
+
+    def view_read(self, view_id: int) -> None:
+        """Note a read of the kept view `view_id`; never blocks."""
+        if self._due(("view", view_id)):
+            self._put(("view", view_id, stored_now()))
+
+    def _due(self, what: tuple) -> bool:
+        """Whether `what` was not written in the last `key_every` seconds (and note
+        that it is now)."""
         now = time.monotonic()
         with self._lock:
-            if now - self._key_written.get(key_hash, -self._key_every) < self._key_every:
-                return
-            if len(self._key_written) >= REMEMBERED_KEYS:
-                self._key_written.clear()  # at worst a few writes more
-            self._key_written[key_hash] = now
-        self._put(("key", key_hash, stored_now()))
+            if now - self._written.get(what, -self._key_every) < self._key_every:
+                return False
+            if len(self._written) >= REMEMBERED_KEYS:
+                self._written.clear()  # at worst a few writes more
+            self._written[what] = now
+        return True
 
     def link_used(self, link_id: str) -> None:
         """Note a use of the share link `link_id`; never blocks."""
@@ -186,6 +204,7 @@ class UsageWriter:
             with self._engine.begin() as connection:
                 accounts.note_key_uses(connection, self._unwritten.keys)
                 links.note_link_uses(connection, self._unwritten.links)
+                note_view_reads(connection, self._unwritten.views)
         except Exception as exc:  # noqa: BLE001 - kept and tried again with the next batch
             self.failed += 1
             self._warn("Could not write notes of use (%s); trying again with the next batch", type(exc).__name__)
@@ -199,3 +218,16 @@ class UsageWriter:
                 return
             self._warned = now
         log.warning(message, *args)
+
+
+def note_view_reads(connection: Connection, read: dict[int, dt.datetime]) -> None:
+    """Write when the views that are the keys of `read` were last read (naive UTC
+    times; table `view_reads`); a view dropped meanwhile is no longer there to note."""
+    if not read:
+        return
+    params = [{"view_id": view_id, "read_at": when} for view_id, when in read.items()]
+    connection.execute(text("DELETE FROM view_reads WHERE view_id = :view_id"), params)
+    connection.execute(
+        text("INSERT INTO view_reads (view_id, read_at) SELECT id, :read_at FROM merged_views WHERE id = :view_id"),
+        params,
+    )

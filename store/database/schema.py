@@ -141,6 +141,29 @@ class Subscription(Base):
     changed_at: Mapped[dt.datetime] = mapped_column(DateTime)
 
 
+class BuyerRequest(Base):
+    """A buyer whose view wants building or whose wanted state waits to take effect:
+    the builder's to-do (`store.views.pending`), one row a buyer, gone once they are
+    switched. `wanted_status` is "active" while a resume waits for the view."""
+
+    __tablename__ = "buyer_requests"
+    buyer_id: Mapped[str] = mapped_column(ForeignKey("buyers.id"), primary_key=True)
+    wanted_status: Mapped[str | None] = mapped_column(String(20))
+    requested_at: Mapped[dt.datetime] = mapped_column(DateTime)
+
+
+class SubscriptionRequest(Base):
+    """A subscription status asked for that gives the buyer a feed they cannot read
+    yet: it waits for the view of the feeds they will see, and then takes effect
+    with the buyer's other waiting changes at once (`store.views.pending.switch`)."""
+
+    __tablename__ = "subscription_requests"
+    buyer_id: Mapped[str] = mapped_column(ForeignKey("buyers.id"), primary_key=True)
+    feed_id: Mapped[str] = mapped_column(ForeignKey("feeds.id"), primary_key=True)
+    status: Mapped[str] = mapped_column(String(20))  # active | trial
+    requested_at: Mapped[dt.datetime] = mapped_column(DateTime)
+
+
 class Record(Base):
     """A lineup record as a feed reported it: unique per (feed, ref), raw fields as
     ingested (blanks stored as NULL, enumerations in the seed's spelling), plus the
@@ -284,6 +307,16 @@ class MergedView(Base):
     generation: Mapped[str] = mapped_column(String(32), default=lambda: uuid.uuid4().hex)
 
     __table_args__ = (UniqueConstraint("mode", "feed_set", name="uq_merged_views_mode_set"),)
+
+
+class ViewRead(Base):
+    """When a buyer last read a kept view (noted off the request path,
+    `store.access.usage`). A view with no row was never read: it is dropped as soon
+    as no buyer can read it (`store.views.builds.prune`)."""
+
+    __tablename__ = "view_reads"
+    view_id: Mapped[int] = mapped_column(ForeignKey("merged_views.id", ondelete="CASCADE"), primary_key=True)
+    read_at: Mapped[dt.datetime] = mapped_column(DateTime)
 
 
 class MergedRow(Base):

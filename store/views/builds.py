@@ -1,4 +1,4 @@
-"""Who builds a kept view, once across processes, and when views go (issue 15).
+"""Who builds a kept view, once across processes, and when views go (issue 15, 47).
 
 - A reader that finds its view missing or behind calls `ensure`: the first process
   to hold the view builds it (`store.views.upkeep.bring_up_to_date`) in one
@@ -7,13 +7,14 @@
   its event loop, not in a thread: `ViewBusy`, `store.views.lineups.patiently`). A
   process that dies in the middle of a build holds nothing any longer: its
   transaction ends with its connection, and the next reader builds the view at once.
-- A subscription change builds the views of the feed set the buyer will see before it
-  commits (`ensure_feeds`, `feeds_after`), so that it takes effect with its views
-  ready and the buyer's next page is read, not merged; a buyer resumed, likewise
-  (`ensure_buyer`).
-- Views no buyer can read any longer are marked unused and dropped after `RETENTION`
-  (`prune`); an ingest leaves them behind (`store.views.upkeep.refresh_feeds`) and
-  whoever reads one again brings it up to date first.
+- A subscription change is built for in the background (`store.views.builder`, which
+  calls `ensure` for the buyer's wanted feeds, then switches them:
+  `store.views.pending`); `ensure_buyer` brings the views of what a buyer reads now
+  up to date (the demo data set, benchmarks).
+- Views no buyer can read are dropped (`prune`): at once when no buyer ever read
+  one, else after `RETENTION` (their reader may come back); an ingest leaves them
+  behind (`store.views.upkeep.refresh_feeds`) and whoever reads one again brings it
+  up to date first.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from store.access.accounts import ENTITLED
 from store.database import db
 from store.database.db import sqlite_busy_timeout, sqlite_page_cache, transaction
-from store.database.schema import Buyer, MergedRow, MergedView, Subscription, ViewChange
+from store.database.schema import Buyer, MergedRow, MergedView, Subscription, ViewChange, ViewRead
 from store.fields import stored_now
-from store.views import upkeep
+from store.views import pending, upkeep
 from store.views.upkeep import BY_SOURCE, MODES, ViewKey
 
 log = logging.getLogger("lineups.views")
@@ -43,7 +44,8 @@ log = logging.getLogger("lineups.views")
 HOLD_WAIT_S = 1.0
 #: How long a reader waits for another process's build before giving up.
 WAIT_S = 300.0
-#: Views no buyer can read are dropped this long after they became unused.
+#: Views no buyer can read, that buyers read before, are dropped this long after
+#: they became unused (one never read goes at once).
 RETENTION = dt.timedelta(days=1)
 
 
@@ -197,18 +199,10 @@ def buyer_feeds(session: Session, buyer_id: str) -> set[str]:
     )
 
 
-def feeds_after(session: Session, buyer_id: str, feed_id: str, status: str) -> set[str]:
-    """The feeds the buyer will be entitled to once their subscription to `feed_id`
-    is `status`."""
-    feeds = buyer_feeds(session, buyer_id) - {feed_id}
-    return feeds | {feed_id} if status in ENTITLED else feeds
-
-
 def ensure_feeds(sessions: sessionmaker[Session], feed_ids: Iterable[str]) -> int:
     """Build (or bring up to date) the views that a buyer of exactly `feed_ids` reads
     over all their feeds, `all` first (the default page), then the `by_source` view
-    (which holds every feed); returns how many views that is. Before a subscription
-    change commits, so that the change takes effect with its views ready."""
+    (which holds every feed); returns how many views that is."""
     feed_ids = sorted(feed_ids)
     keys = [ViewKey.of(mode, feed_ids) for mode in MODES] if feed_ids else []
     for key in keys:
@@ -227,9 +221,10 @@ def ensure_buyer(sessions: sessionmaker[Session], buyer_id: str) -> int:
 def prune(session: Session, retention: dt.timedelta = RETENTION) -> int:
     """Mark views that no active buyer can read (no buyer sees exactly that set of
     feeds for an `all` view; none is entitled to the feed of a one-feed view; no
-    buyer is entitled to any feed, for the `by_source` view) as unused, and drop
-    those unused for longer than `retention`; returns how many were dropped. Views
-    in use again lose their mark."""
+    buyer is entitled to any feed, for the `by_source` view) and that no waiting
+    buyer will read (`pending.wanted_feed_sets`) as unused; drop at once those no
+    buyer ever read (`ViewRead`), and the others once unused for longer than
+    `retention`. Returns how many were dropped. Views in use again lose their mark."""
     rows = session.execute(
         select(Subscription.buyer_id, Subscription.feed_id)
         .join(Buyer, Buyer.id == Subscription.buyer_id)
@@ -243,17 +238,20 @@ def prune(session: Session, retention: dt.timedelta = RETENTION) -> int:
     in_use |= {ViewKey.of("all", [feed_id]).feed_set for feed_id in single}
     if single:
         in_use.add(BY_SOURCE.feed_set)
+    in_use |= pending.wanted_feed_sets(session)
+    read = set(session.scalars(select(ViewRead.view_id)))
     now, dropped = stored_now(), 0
     # A view that another transaction holds (a build: it is in use) is left alone.
     for view in session.scalars(select(MergedView).with_for_update(skip_locked=True)):
-        used = view.feed_set in in_use
-        if used:
+        if view.feed_set in in_use:
             view.unused_since = None
-        elif view.unused_since is None:
+            continue
+        if view.unused_since is None:
             view.unused_since = now
-        elif now - view.unused_since >= retention:
+        if view.id not in read or now - view.unused_since >= retention:
             session.execute(delete(MergedRow).where(MergedRow.view_id == view.id))
             session.execute(delete(ViewChange).where(ViewChange.view_id == view.id))
+            session.execute(delete(ViewRead).where(ViewRead.view_id == view.id))
             session.delete(view)
             dropped += 1
     session.flush()

@@ -139,16 +139,20 @@ class Lineups:
     `sessions` is the primary (views are built there); `reads` where pure reads go
     (a read replica when there is one, else the primary). `wait`: how long a read
     waits in its thread for a view that another process is building before it raises
-    `builds.ViewBusy` (a server's: 0, and its coroutines wait, `patiently`)."""
+    `builds.ViewBusy` (a server's: 0, and its coroutines wait, `patiently`). `noted`,
+    when given, is told the id of every view a read reads (a server's
+    `store.access.usage.UsageWriter.view_read`: views buyers read are kept for the
+    retention once no buyer can read them, the others dropped at once, issue 47)."""
 
     def __init__(
         self, sessions: sessionmaker[Session], reads: Reads | None = None, taxonomy: Taxonomy | None = None,
-        wait: float = builds.WAIT_S,
+        wait: float = builds.WAIT_S, noted: Callable[[int], None] | None = None,
     ):
         self.sessions = sessions
         self.reads = reads or Reads(sessions)
         self.taxonomy = taxonomy or default_taxonomy()
         self.wait = wait
+        self.noted = noted
 
     # ------------------------------------------------------------ reads
     def page(
@@ -343,6 +347,8 @@ class Lineups:
         if not feeds:
             return empty
         target = current_target(session, query.merge, feeds, stale_ok)
+        if self.noted is not None:
+            self.noted(target.view_id)
         return work(session, target)
 
 

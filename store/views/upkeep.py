@@ -338,10 +338,11 @@ def refresh_feeds(session: Session, feed_ids: Sequence[str]) -> dict[str, int]:
     A view that `builds.prune` marked unused (no buyer can read it; kept for
     `builds.RETENTION` in case one comes back to it) is left behind: the change log
     keeps what it has not seen (`changelog.prune_log`), and whoever reads it again
-    brings it up to date first (`builds.ensure`, as a subscription change to its feed
-    set does before it commits). A buyer who changed their subscription would
-    otherwise have every ingest of the day keep their old feed set's rows as well (a daily update at 1,000,000 records
-    kept six views instead of five, 3.3-3.5 s against 2.4 s).
+    brings it up to date first (`builds.ensure`, as the builder of a subscription
+    change to its feed set does before the switch). A buyer who changed their
+    subscription would otherwise have every ingest of the day keep their old feed
+    set's rows as well (a daily update at 1,000,000 records kept six views instead of
+    five, 3.3-3.5 s against 2.4 s).
 
     On PostgreSQL, once the transaction has committed, `merged_rows` is vacuumed when
     the rows its views deleted and wrote, with those of earlier writes not vacuumed
