@@ -181,6 +181,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("cli.serve:serve", "Serve the REST API."),
     "subscription": ("cli.subscriptions:subscription", "Subscriptions of buyers to feeds."),
     "sync": ("cli.sync:sync_command", "Bring FILE's table to the result of QUERY (as in a URL: port=NLRTM&latest=true) through the change feed, in one transaction."),
+    "views": ("cli.views:views", "The merged views kept in the store."),
 }
 
 
