@@ -97,12 +97,12 @@ def test_buyer_add_suspend_resume(buyer, sessions):
     assert (buyer["name"], buyer["status"]) == ("Acme Trading", "active")
     key = run_json("key", "create", "Acme Trading")["key"]
     suspended = run_json("buyer", "suspend", "Acme Trading")
-    assert suspended == {**buyer, "status": "suspended"}
+    assert suspended == {**buyer, "status": "suspended", "pending": False}  # at once (C5)
     with sessions() as session:
         with pytest.raises(Exception) as caught:
             accounts.authenticate(session, key)
         assert caught.value.status == 403
-    assert run_json("buyer", "resume", buyer["id"]) == buyer
+    assert run_json("buyer", "resume", buyer["id"]) == {**buyer, "pending": False}  # no feeds: no view to wait for
     with sessions() as session:
         assert accounts.authenticate(session, key).id == buyer["id"]
 
@@ -164,49 +164,53 @@ def test_key_list_shows_a_buyers_keys_by_prefix_never_the_key(buyer, sessions):
 
 def test_subscription_set(buyer, feed):
     body = run_json("subscription", "set", "Acme Trading", "Santos Lineup", "trial")
-    assert body == {"buyer_id": buyer["id"], "feed_id": feed["id"], "status": "trial"}
+    # The feed has no records yet: its view is built at once by nobody, so the change waits (issue 47).
+    assert body == {"buyer_id": buyer["id"], "feed_id": feed["id"], "status": "trial", "feed_ids": [feed["id"]],
+                    "pending": True}
     body = run_json("subscription", "set", buyer["id"], feed["id"], "CANCELLED")
-    assert body["status"] == "cancelled"
+    assert body["status"] == "cancelled" and body["pending"] is False
 
 
-def test_a_subscription_change_takes_effect_with_its_views_ready(buyer, feed, tmp_path, monkeypatch, sessions):
-    """Issue 15: a buyer's next page after a change of their feeds is read from kept
-    views, never merged while they wait: when the change is made, the views of the
-    feeds they will see are built already (and a resumed buyer's, likewise)."""
+def test_a_subscription_change_returns_at_once_and_takes_effect_when_its_view_is_built(buyer, feed, tmp_path,
+                                                                                     sessions):
+    """Issue 47: `subscription set` commits what the buyer wants and returns without
+    building; the buyer reads their previous feeds until `lineups views build` (or a
+    server's builder) has built the view of their new ones and switched them; a
+    cancellation takes effect at once; `--wait` builds and switches before it returns."""
     from sqlalchemy import select
 
-    from store.database.db import transaction
-    from store.database.schema import MergedRow, MergedView
+    from store.database.schema import MergedView
+    from store.views.upkeep import ViewKey
 
     run_json("ingest", feed["id"], str(write_feed(tmp_path / "feed.csv", good_rows())))
     other = run_json("feed", "add", "Paranagua Lineup", "--port", "BRPNG")
-    run_json("subscription", "set", buyer["id"], feed["id"], "active")
-    views_then: list[set] = []
-
-    def watching(change):
-        def made(session, *args):
-            views = session.scalars(select(MergedView)).all()
-            views_then.append({(v.mode, tuple(v.feeds)) for v in views if v.state == "ready"})
-            return change(session, *args)
-        return made
-
-    monkeypatch.setattr(accounts, "set_subscription", watching(accounts.set_subscription))
-    monkeypatch.setattr(accounts, "set_buyer_status", watching(accounts.set_buyer_status))
-    run_json("subscription", "set", buyer["id"], other["id"], "trial")  # gains a feed
-    run_json("subscription", "set", buyer["id"], feed["id"], "cancelled")  # loses one
-    run_json("buyer", "suspend", buyer["id"])
-    with transaction(sessions) as session:  # as if retention had dropped them
-        session.execute(MergedRow.__table__.delete())
-        session.execute(MergedView.__table__.delete())
-    run_json("subscription", "set", buyer["id"], feed["id"], "active")  # suspended: nothing to read
+    body = run_json("subscription", "set", buyer["id"], feed["id"], other["id"], "active")
+    assert body["pending"] is True and body["feed_ids"] == [feed["id"], other["id"]]
     with sessions() as session:
-        assert session.scalars(select(MergedView)).all() == []
-    run_json("buyer", "resume", buyer["id"])
-    both, last = tuple(sorted([feed["id"], other["id"]])), (other["id"],)
-    assert {("all", both), ("by_source", both)} <= views_then[0]
-    assert {("all", last), ("by_source", both)} <= views_then[1]  # the by_source view holds every feed
-    assert views_then[3] == set()
-    assert {("all", both), ("by_source", both)} <= views_then[4]
+        assert session.scalars(select(MergedView)).all() == []  # nothing built by the command
+        assert accounts.entitled_feeds(session, buyer["id"]) == []  # still their previous feeds: none
+    shown = run_json("buyer", "show", buyer["id"])
+    assert (shown["view"], shown["switched"], shown["feeds"]) == ("building", False, [])
+    assert shown["wanted_feeds"] == sorted([feed["id"], other["id"]])
+    assert {s["feed_id"]: (s["status"], s["requested"]) for s in shown["subscriptions"]} == {
+        feed["id"]: (None, "active"), other["id"]: (None, "active")}
+    assert run_json("views", "build") == {"switched": [buyer["id"]], "waiting": []}
+    shown = run_json("buyer", "show", buyer["id"])
+    assert (shown["view"], shown["switched"], shown["feeds"]) == ("ready", True, sorted([feed["id"], other["id"]]))
+    listed = run_json("subscription", "list", buyer["id"])["buyers"]
+    assert [s["status"] for s in listed[0]["subscriptions"]] == ["active", "active"]
+
+    both = ViewKey.of("all", [feed["id"], other["id"]])
+    body = run_json("subscription", "set", buyer["id"], other["id"], "cancelled")  # access removed at once
+    with sessions() as session:
+        assert [f.id for f in accounts.entitled_feeds(session, buyer["id"])] == [feed["id"]]
+        # No one read the view of both feeds, and no one can: gone after the command.
+        assert session.scalar(select(MergedView).where(MergedView.feed_set == both.feed_set)) is None
+    body = run_json("subscription", "set", buyer["id"], other["id"], "trial", "--wait")
+    assert body["pending"] is False
+    with sessions() as session:
+        assert {f.id for f in accounts.entitled_feeds(session, buyer["id"])} == {feed["id"], other["id"]}
+    assert run_json("buyer", "show", buyer["id"])["view"] == "ready"
 
 
 @pytest.mark.parametrize("backend", ["sqlite"])  # SQLite's one write lock

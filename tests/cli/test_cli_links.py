@@ -55,7 +55,8 @@ def test_c11_db_status_and_upgrade(cli_env):
     assert empty["current"] is None and empty["up_to_date"] is False and empty["head"]
     assert run_json("db", "upgrade") == {"from": None, "to": empty["head"]}
     pages = {"sqlite_page_bytes": 8192} if cli_env.db_url.startswith("sqlite") else {}
-    assert run_json("db", "status") == {"current": empty["head"], "head": empty["head"], "up_to_date": True, **pages}
+    assert run_json("db", "status") == {"current": empty["head"], "head": empty["head"], "up_to_date": True, **pages,
+                                        "views": []}  # issue 47: the kept views (none yet)
     assert run_json("db", "upgrade") == {"from": empty["head"], "to": empty["head"]}  # idempotent
 
 

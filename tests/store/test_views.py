@@ -19,6 +19,7 @@ from pipeline_reference import select as reference_select
 from sqlalchemy import func, select, update
 
 from store.access import accounts
+from store.access.usage import UsageWriter
 
 from store.intake import demo, feeds, ingest, validate
 
@@ -678,10 +679,22 @@ def test_on_postgresql_a_view_built_whole_is_not_held_up_by_another_transactions
         holder.rollback()
 
 
+def read_by(sessions, buyer_id: str) -> None:
+    """The buyer reads a page of each merge mode as a server reads it, its reads of
+    views noted (`UsageWriter.view_read`, issue 47) and written."""
+    usage = UsageWriter(sessions.kw["bind"])
+    reader = Lineups(sessions, noted=usage.view_read)
+    for merge_mode in ("all", "by_source"):
+        reader.page(buyer_id, dataclasses.replace(LineupQuery(), merge=merge_mode))
+    assert usage.flush()
+    usage.close()
+
+
 def test_views_no_buyer_can_read_are_dropped_after_the_retention(sessions):
     with transaction(sessions) as session:
         payload = demo.load_demo(session, 300, 7, dt.date(2024, 3, 1))
     builds.ensure_buyer(sessions, payload["buyer_id"])
+    read_by(sessions, payload["buyer_id"])  # issue 47: the retention is for views buyers read
     with transaction(sessions) as session:
         assert builds.prune(session, dt.timedelta(0)) == 0  # all in use
         accounts.set_buyer_status(session, session.get(Buyer, payload["buyer_id"]), "suspended")
@@ -701,6 +714,7 @@ def test_ingests_leave_views_no_buyer_can_read_and_a_buyer_back_on_them_reads_th
     buyer who returns to the feed set gets it brought up to date from the change log
     (merged again in part, not afresh) before the change commits."""
     feed_ids, buyer = _buyer_short_of_one_feed(sessions, "Comes back")
+    read_by(sessions, buyer)  # issue 47: the retention is for views buyers read
     old_key = upkeep.ViewKey.of("all", feed_ids[:-1])
     with transaction(sessions) as session:  # gains the last feed: their old set is read by no one
         accounts.set_subscription(session, session.get(Buyer, buyer), session.get(Feed, feed_ids[-1]), "active")
