@@ -19,6 +19,7 @@ WORKLOADS = {
     "stalled-exports": "stalled_exports",  # share-link clients that stop reading
     "sync": "sync",  # a caught-up buyer's sync through the change feed against a full download (issue 46)
     "compare": "compare",  # the mixed pages of this tree against an earlier commit
+    "operator": "operator_workload",  # the operator's commands: subscriptions, daily update, re-send (issue 47)
     "report": "report",  # docs/benchmarks.md from bench/results/
 }
 

@@ -110,7 +110,7 @@ def subscription_change(dataset: Dataset, buyers: Buyers, server: Process, asks:
     mine = [(path_of(p), k) for n, k, p in asks if n == name]
     with Probe(server.base_url, others, quiet_rounds=QUIET_ROUNDS) as probe, Probe(server.base_url, mine[:50]) as own:
         start = time.perf_counter()
-        lineups("subscription", "set", buyer_id, extra, "active", env=store_env(dataset))
+        lineups("subscription", "set", buyer_id, extra, "active", "--wait", env=store_env(dataset))
         command_s = time.perf_counter() - start
         listed = requests.get(server.base_url + "/v1/sources", headers={"X-API-Key": key}, timeout=60).json()
         after = [timed_get(server.base_url + path, key) for path in [path_of({"limit": "100"}), *(p for p, _ in mine[50:60])]]
