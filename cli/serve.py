@@ -308,7 +308,8 @@ def make_server_app(
 
         explorer = ExplorerApp(
             ExplorerContext(
-                sessions, Lineups(sessions, wait=0, noted=usage.view_read), settings.signing_secrets(), settings.base_url, usage=usage,
+                sessions, Lineups(sessions, wait=0, noted=usage.view_read), settings.signing_secrets(),
+                settings.base_url, usage=usage,
             ),
             websocket_origins=origins_for(settings.base_url, *(address or (None, None))),
             sign_in_limiter=limiter,  # the API's: one budget of guesses per address (issue 16 item 8)
