@@ -315,7 +315,9 @@ class ViewRead(Base):
     as no buyer can read it (`store.views.builds.prune`)."""
 
     __tablename__ = "view_reads"
-    view_id: Mapped[int] = mapped_column(ForeignKey("merged_views.id", ondelete="CASCADE"), primary_key=True)
+    #: No foreign key: its check would lock the view's row against `prune`'s lock of
+    #: it while the noting transaction holds this row (a deadlock on PostgreSQL).
+    view_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     read_at: Mapped[dt.datetime] = mapped_column(DateTime)
 
 

@@ -254,5 +254,7 @@ def prune(session: Session, retention: dt.timedelta = RETENTION) -> int:
             session.execute(delete(ViewRead).where(ViewRead.view_id == view.id))
             session.delete(view)
             dropped += 1
+    # Notes of reads of views dropped meanwhile (`usage.note_view_reads` raced a drop).
+    session.execute(delete(ViewRead).where(ViewRead.view_id.not_in(select(MergedView.id))))
     session.flush()
     return dropped

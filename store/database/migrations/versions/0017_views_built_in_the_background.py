@@ -40,7 +40,7 @@ def upgrade() -> None:
     )
     op.create_table(
         'view_reads',
-        sa.Column('view_id', sa.Integer(), sa.ForeignKey('merged_views.id', ondelete='CASCADE'), primary_key=True),
+        sa.Column('view_id', sa.Integer(), primary_key=True),  # no foreign key: see schema.ViewRead
         sa.Column('read_at', sa.DateTime(), nullable=False),
     )
     op.execute('INSERT INTO view_reads (view_id, read_at) SELECT id, built_at FROM merged_views WHERE built_at IS NOT NULL')
