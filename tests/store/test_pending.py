@@ -17,7 +17,7 @@ from store.database.schema import Buyer, Feed, MergedView, Subscription, ViewRea
 from store.intake import demo
 from store.views import builder, builds, pending, upkeep
 from store.views.lineups import Lineups
-from store.views.query import LineupQuery
+from store.query import LineupQuery
 from tests.paused_build import paused_build
 from tests.store.test_views import comparable, read_by, reference
 

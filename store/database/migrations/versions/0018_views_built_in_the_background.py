@@ -10,16 +10,16 @@ Views kept from before count as read when they were built, so that an upgrade dr
 nothing a buyer may come back to. New tables only: no column of an existing table
 changes.
 
-Revision ID: 0017
-Revises: 0016
+Revision ID: 0018
+Revises: 0017
 Create Date: 2026-12-04
 """
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0017'
-down_revision = '0016'
+revision = '0018'
+down_revision = '0017'
 branch_labels = None
 depends_on = None
 
