@@ -5,7 +5,7 @@ in real headless Chromium.
 A feed whose name, type and frequency (operator text) and whose records' every
 free-text field and ref (feed text) carry hostile values (HTML, script, event
 handlers, `javascript:` URLs, Markdown, entities, very long, right-to-left, emoji)
-is added beside the demo's and subscribed by the demo buyer. The buyer opens the
+is added beside the demo's (the browser tests' store, `browsing.served_store`) and subscribed by the demo buyer. The buyer opens the
 lineups screen on that feed, every row's detail, an address whose filters carry
 hostile values (the count line, the address notice, the Share links tab's current
 filters), creates a share link with a hostile name (the created link, the list, the
@@ -23,8 +23,8 @@ from urllib.parse import urlencode
 import pytest
 import requests
 
-from browsing import ANCHOR, DEMO_RECORDS, SECRET, Server, browser, new_page, open_tab, sign_in  # noqa: F401
-from store.database.db import create_schema, engine_for, make_sessionmaker, transaction
+from browsing import ANCHOR, Server, browser, new_page, open_tab, served_store, sign_in  # noqa: F401
+from store.database.db import transaction
 from store.database.schema import Record
 
 pytestmark = pytest.mark.browser
@@ -108,41 +108,36 @@ def hostile_rows() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
-    """`python -m explorer` over the demo store plus the hostile feed, subscribed
-    (active) by the demo buyer, views built: {"base_url", "api_key", "feed_id", "server"}."""
+    """`lineups serve` over the demo store plus the hostile feed, subscribed (active)
+    by the demo buyer, views built: {"base_url", "api_key", "feed_id", "server"}."""
     from store.access import accounts
     from store.intake import feeds, ingest
-    from store.intake.demo import load_demo
-    from store.settings import Settings
     from store.views import builds
 
-    folder = tmp_path_factory.mktemp("hostile")
-    settings = Settings(db_url=f"sqlite:///{folder / 'lineups.db'}", secrets=(SECRET,))
-    engine = engine_for(settings)
-    create_schema(engine)
-    sessions = make_sessionmaker(engine)
+    db_url, demo, sessions, engine, folder = served_store(tmp_path_factory)
     with transaction(sessions) as session:
-        demo = load_demo(session, DEMO_RECORDS // 5, seed=7, anchor=ANCHOR)
         feed = feeds.add_feed(session, FEED_NAME, ["BRSSZ"], frequency=FREQUENCY, feed_type=FEED_TYPE)
-        path = folder / "hostile.jsonl"
-        path.write_text("".join(json.dumps(row) + "\n" for row in hostile_rows()[:-1]), encoding="utf-8")
-        ingest.ingest_file(session, feed, path)
+        ingest.ingest_file(session, feed, jsonl(folder / "hostile.jsonl", hostile_rows()[:-1]))
         accounts.set_subscription(session, accounts.find_buyer(session, demo["buyer_id"]), feed, "active")
         feed_id = feed.id
     with transaction(sessions) as session:  # the revision: an ETA moved by a day
         first = hostile_rows()[0]
         moved = dt.datetime.strptime(first["eta"], "%Y-%m-%dT%H:%M:%SZ") + dt.timedelta(days=1)
         revised = {**first, "eta": f"{moved:%Y-%m-%dT%H:%M:%SZ}", "updated_at": f"{moved:%Y-%m-%dT%H:%M:%SZ}"}
-        path = folder / "revision.jsonl"
-        path.write_text(json.dumps(revised) + "\n", encoding="utf-8")
-        ingest.ingest_file(session, feeds.find_feed(session, feed_id), path)
+        ingest.ingest_file(session, feeds.find_feed(session, feed_id), jsonl(folder / "revision.jsonl", [revised]))
     builds.ensure_buyer(sessions, demo["buyer_id"])
-    server = Server(settings.db_url, folder)
+    server = Server(db_url, folder)
     try:
         yield {"base_url": server.base_url, "api_key": demo["api_key"], "feed_id": feed_id, "server": server}
     finally:
         server.stop()
         engine.dispose()
+
+
+def jsonl(path, rows: list[dict]):
+    """`rows` written to `path` as a JSON Lines feed file; returns the path."""
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
 
 
 class Watch:
