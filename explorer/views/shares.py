@@ -89,12 +89,15 @@ class SharesView(Viewer):
             model.table, hidden_columns=["id"], disabled=True,
             show_index=False, selectable=False, layout="fit_columns", sizing_mode="stretch_width",
             # The link's name and filters take the room left and wrap; the actions stay on screen.
-            widths={"created": 120, "last_used": 120, "uses": 55, "status": 100, "copy": 85, "revoke": 70},
+            widths={"created": 120, "last_used": 120, "uses": 70, "status": 100, "copy": 85, "revoke": 70},
             formatters={"filters": {"type": "textarea"}, "created": {"type": "textarea"},
                         "last_used": {"type": "textarea"}, "status": {"type": "textarea"}},
             titles={"filters": "Link", "created": "Created (UTC)", "last_used": "Last used (UTC)", "uses": "Uses",
                     "status": "Status", "copy": "", "revoke": ""},
             css_classes=["links-table"], height=360, stylesheets=[ACTION_CSS],
+            # Headers wrap rather than cut ("Created (U…"); the action columns sort nothing.
+            sortable={"copy": False, "revoke": False},
+            configuration={"columnDefaults": {"headerWordWrap": True}},
         )
         self._links.on_click(self._clicked)
         # Built once and shown or hidden: the URL widgets stay the same objects.

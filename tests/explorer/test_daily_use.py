@@ -270,3 +270,21 @@ def test_an_empty_result_shows_no_blank_chart_frames(page, served):
     expect_text(page, ".row-count", "No lineups match")
     expect(page.locator(".charts")).to_be_hidden()
     expect(page.locator(".weekly-chart")).to_have_count(0)
+
+
+# ---------------------------------------------------------------- 10 (the share list's headers)
+def test_the_share_lists_headers_are_shown_whole(page, served):
+    """Issue 45 item 10: at 800 px the share list's column headers read in full
+    ("Created (UTC)", "Last used (UTC)", "Uses"), wrapped where narrow, never cut."""
+    from playwright.sync_api import expect
+
+    page.set_viewport_size({"width": 800, "height": 900})
+    sign_in(page, served)
+    page.locator(".bk-tab", has_text="Share links").first.click()
+    page.locator(".create-link button").click()
+    expect(page.locator(".share-notice")).to_contain_text("Link created")
+    titles = page.locator(".links-table .tabulator-col-title")
+    expect(titles.filter(has_text="Created (UTC)")).to_be_visible()
+    shown = titles.evaluate_all("ts => ts.filter(t => t.offsetWidth > 0).map(t => [t.textContent, t.scrollWidth > t.clientWidth + 1])")
+    assert {"Created (UTC)", "Last used (UTC)", "Uses"} <= {text for text, _ in shown}, shown
+    assert [text for text, cut in shown if cut and text.strip()] == [], shown  # the action columns have no title
